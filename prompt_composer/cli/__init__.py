@@ -1,0 +1,57 @@
+"""The ``prompt-composer`` command. Each feature module registers its subcommands here.
+
+Errors are printed as one line each on stderr, never as a traceback: exit 2 for bad input (a registry that
+does not load, an unknown mode or tool), 1 for a refusal or a failed check, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import LoadError, PromptComposerError
+from . import core
+
+__all__ = ["main"]
+
+# Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
+COMMAND_MODULES = (core,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prompt-composer",
+        description="Compose coding-agent system prompts from a registry of tool docs.",
+    )
+    parser.add_argument(
+        "--docs",
+        metavar="DIR",
+        default=None,
+        help="folder with tool YAMLs and modes/ (default: the shipped tool_docs)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except LoadError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except PromptComposerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `prompt-composer … | head` is fine
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

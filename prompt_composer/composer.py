@@ -1,0 +1,337 @@
+"""The composer: (mode, task session) → the turn's system prompt and native tool list.
+
+Composing is pure: the same registry, mode and FIFO view give byte-identical output, so results are cached
+(keyed on the registry fingerprint, the mode and the FIFO view) and provider prompt caches stay warm.
+
+Doc text reaches the output only as template *variables*, never as template source, so ``{{ 7*7 }}`` in a
+tool doc is printed as those characters.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from cachetools import LRUCache
+
+from .docs import ToolDoc
+from .fetch import FETCH_TOOL_NAME, fetch_tool_definition, fetch_tool_doc
+from .modes import Mode
+from .registry import Registry
+from .session import TaskSession
+from .tokens import TokenCounter, count_tools, default_counter
+
+__all__ = ["SECTIONS", "ComposedPrompt", "Composer", "TokenCounts", "strip_descriptions"]
+
+# System prompt sections, in order (the slots of Roo Code's system prompt). Each is a template file in
+# templates/ that a user may override; a section that renders empty leaves no trace.
+SECTIONS = (
+    "role",
+    "formatting",
+    "tool_use",
+    "catalog",
+    "guidelines",
+    "mcp",
+    "capabilities",
+    "modes",
+    "rules",
+    "system_info",
+    "objective",
+    "custom_instructions",
+)
+# Whatever changes within a task goes last, after everything stable, so the stable prefix stays cacheable.
+RECENT_SECTION = "recent"
+
+_SCHEMA_ANNOTATIONS = frozenset({"description", "title", "examples", "$comment"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+
+
+def strip_descriptions(schema: Any) -> Any:
+    """A copy of a JSON Schema without prose (descriptions, titles, examples); names, types, enums stay.
+
+    Keywords are told apart from property names, so a parameter *called* ``description`` survives.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_ANNOTATIONS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: strip_descriptions(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [strip_descriptions(sub) for sub in value]
+        elif isinstance(value, dict):
+            out[key] = strip_descriptions(value)  # items, additionalProperties, not, if/then/else…
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    system: int
+    tools: int
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools
+
+    def as_dict(self) -> dict[str, int]:
+        return {"system": self.system, "tools": self.tools, "total": self.total}
+
+
+@dataclass(frozen=True)
+class ComposedPrompt:
+    """One turn's prompt. Shared between callers through the cache: treat it (and its dicts) as read-only."""
+
+    mode: str
+    fingerprint: str
+    style: str
+    system_stable: str
+    system_recent: str
+    tools: tuple[dict[str, Any], ...]
+    full: tuple[str, ...]
+    brief: tuple[str, ...]
+    recent: tuple[str, ...]
+    tokens: TokenCounts
+    _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def system(self) -> str:
+        """The whole system prompt: the stable part, then the part that changes within a task."""
+        if self.system_stable and self.system_recent:
+            return f"{self.system_stable}\n\n{self.system_recent}"
+        return self.system_stable or self.system_recent
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "fingerprint": self.fingerprint,
+            "style": self.style,
+            "full": list(self.full),
+            "brief": list(self.brief),
+            "recent": list(self.recent),
+            "system": self.system,
+            "tools": [json.loads(json.dumps(t)) for t in self.tools],
+            "tokens": self.tokens.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class _DocView:
+    """What templates see of a tool doc."""
+
+    name: str
+    group: str
+    brief: str
+    full: str
+    hint: str
+    schema_json: str
+    signature: str
+
+
+def _signature(doc: ToolDoc) -> str:
+    """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
+    required = set(doc.input_schema.get("required", []))
+    parts = []
+    for name, schema in doc.input_schema.get("properties", {}).items():
+        kind = schema.get("type", "any")
+        kind = "|".join(kind) if isinstance(kind, list) else str(kind)
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts)
+
+
+def _view(doc: ToolDoc) -> _DocView:
+    return _DocView(
+        name=doc.name,
+        group=doc.group,
+        brief=doc.brief,
+        full=doc.full,
+        hint=doc.hint or "",
+        schema_json=json.dumps(doc.input_schema, ensure_ascii=False, separators=(",", ":")),
+        signature=_signature(doc),
+    )
+
+
+def _environment(templates: str | Path | None) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = []
+    if templates is not None:
+        loaders.append(jinja2.FileSystemLoader(str(templates)))
+    loaders.append(jinja2.PackageLoader("prompt_composer", "templates"))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,  # plain text prompts, not HTML
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        auto_reload=False,
+    )
+
+
+class Composer:
+    """Composes prompts for one registry. Thread-safe; results are cached.
+
+    ``templates`` is a folder whose ``<section>.j2`` files replace the shipped ones (see :data:`SECTIONS`);
+    ``context`` gives templates extra values (``mcp_servers``, ``system_info``, ``capabilities``,
+    ``custom_instructions``, or anything your own templates use). Both are fixed for the composer's life.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        counter: TokenCounter | None = None,
+        templates: str | Path | None = None,
+        context: Mapping[str, Any] | None = None,
+        cache_size: int = 4096,
+    ) -> None:
+        self.registry = registry
+        self.counter: TokenCounter = counter if counter is not None else default_counter()
+        self._env = _environment(templates)
+        self._context = {
+            "mcp_servers": [],
+            "system_info": {},
+            "capabilities": "",
+            "custom_instructions": "",
+            **(context or {}),
+        }
+        self._views = {name: _view(doc) for name, doc in registry.tools.items()}
+        self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
+        self._lock = threading.Lock()
+
+    # -- public API ----------------------------------------------------------------------------------
+
+    def compose(
+        self, mode: str | Mode, session: TaskSession | None = None, *, recent: Sequence[str] | None = None
+    ) -> ComposedPrompt:
+        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``)."""
+        resolved = self._mode(mode)
+        if recent is None:
+            view = session.recent(resolved) if session is not None else ()
+        else:
+            view = self._view_of(resolved, recent)
+        key = (self.registry.fingerprint, resolved.slug, view)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        prompt = self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view)
+        with self._lock:
+            self._cache[key] = prompt
+        return prompt
+
+    def baseline(self, mode: str | Mode) -> ComposedPrompt:
+        """What an agent without prompt-composer sends: every allowed tool in full, no fetch tool."""
+        resolved = self._mode(mode)
+        return self.render(resolved, full=frozenset(resolved.allowed), recent=(), include_fetch=False)
+
+    def fetch_text(self, name: str) -> str:
+        """The full description and schema of any registry tool (no access check: see fetch.handle_fetch)."""
+        return fetch_tool_doc(self.registry.tool(name))
+
+    def cache_info(self) -> dict[str, int]:
+        with self._lock:
+            return {"size": len(self._cache), "maxsize": int(self._cache.maxsize)}
+
+    # -- rendering -----------------------------------------------------------------------------------
+
+    def _mode(self, mode: str | Mode) -> Mode:
+        return mode if isinstance(mode, Mode) else self.registry.mode(mode)
+
+    @staticmethod
+    def _view_of(mode: Mode, recent: Sequence[str]) -> tuple[str, ...]:
+        """Replay ``recent`` (oldest first) into a throwaway session and take the mode's view."""
+        session = TaskSession(history_limit=max(len(recent), 1))
+        session.record_uses(recent)
+        return session.recent(mode)
+
+    def render(
+        self,
+        mode: Mode,
+        *,
+        full: frozenset[str],
+        recent: tuple[str, ...],
+        include_fetch: bool = True,
+    ) -> ComposedPrompt:
+        """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view."""
+        tools = self.registry.tools
+        allowed = mode.allowed
+        full_names = tuple(n for n in allowed if n in full)
+        brief_names = tuple(n for n in allowed if n not in full)
+        style = mode.config.tool_style
+        text_style = style == "text"
+        permanent = set(mode.permanent)
+
+        # In text style, FIFO tools keep their brief entry in the (stable) catalog and get their full text
+        # in the recent section at the end, so a FIFO change never alters the cached prefix.
+        catalog_full = [n for n in allowed if n in full and (n in permanent or n not in recent)]
+        catalog_brief = [n for n in allowed if n not in catalog_full]
+        if not include_fetch:
+            catalog_full, catalog_brief = list(full_names), list(brief_names)
+        fetch_view = _view(_fetch_doc(mode)) if include_fetch else None
+        if text_style and fetch_view is not None:
+            full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
+        else:
+            full_docs = [self._views[n] for n in catalog_full]
+        values = {
+            **self._context,
+            "mode": mode.config,
+            "style": style,
+            "fetch_available": include_fetch,
+            "tool_count": len(allowed),
+            "full_tools": full_names,
+            "brief_tools": brief_names,
+            "full_docs": full_docs,
+            "brief_docs": [self._views[n] for n in catalog_brief],
+            "recent_docs": [self._views[n] for n in recent if n not in permanent] if include_fetch else [],
+            "other_modes": [m.config for s, m in self.registry.modes.items() if s != mode.slug],
+        }
+        stable = "\n\n".join(filter(None, (self._section(name, values) for name in SECTIONS)))
+        recent_text = self._section(RECENT_SECTION, values) if text_style else ""
+
+        native: list[dict[str, Any]] = []
+        if not text_style:
+            for name in allowed:
+                doc = tools[name]
+                if name in full:
+                    native.append({"name": name, "description": doc.full, "input_schema": doc.input_schema})
+                else:
+                    native.append(
+                        {"name": name, "description": doc.brief, "input_schema": strip_descriptions(doc.input_schema)}
+                    )
+            if include_fetch:
+                native.append(fetch_tool_definition(mode))
+        system = f"{stable}\n\n{recent_text}" if recent_text else stable
+        tokens = TokenCounts(system=self.counter.count(system), tools=count_tools(self.counter, native))
+        return ComposedPrompt(
+            mode=mode.slug,
+            fingerprint=self.registry.fingerprint,
+            style=style,
+            system_stable=stable,
+            system_recent=recent_text,
+            tools=tuple(native),
+            full=full_names,
+            brief=brief_names,
+            recent=recent,
+            tokens=tokens,
+        )
+
+    def _section(self, name: str, values: Mapping[str, Any]) -> str:
+        return self._env.get_template(f"{name}.j2").render(values).strip()
+
+
+def _fetch_doc(mode: Mode) -> ToolDoc:
+    definition = fetch_tool_definition(mode)
+    return ToolDoc(
+        name=FETCH_TOOL_NAME,
+        group="prompt-composer",
+        brief=definition["description"],
+        full=f"## {FETCH_TOOL_NAME}\n{definition['description']}",
+        input_schema=definition["input_schema"],
+    )

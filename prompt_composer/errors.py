@@ -1,0 +1,68 @@
+"""One exception tree, rooted at :class:`PromptComposerError`.
+
+::
+
+    PromptComposerError
+    ├── LoadError            tool docs / modes failed validation (carries every Problem)
+    ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
+    └── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
+
+Errors carry their context as attributes so callers never parse messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LoadError", "Problem", "PromptComposerError", "UnknownModeError", "UnknownToolError"]
+
+
+class PromptComposerError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One validation problem, located in a file (``path:line: message``)."""
+
+    path: Path
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class LoadError(PromptComposerError):
+    """Loading failed; ``problems`` lists every problem found, sorted by file and line."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(sorted(problems))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    @property
+    def path(self) -> Path | None:
+        """The file of the first problem (convenient when there is only one)."""
+        return self.problems[0].path if self.problems else None
+
+
+class UnknownModeError(PromptComposerError, KeyError):
+    def __init__(self, mode: str, available: Sequence[str]) -> None:
+        self.mode = mode
+        self.available = tuple(available)
+        super().__init__(f"unknown mode {mode!r}; available modes: {', '.join(self.available) or '(none)'}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class UnknownToolError(PromptComposerError, KeyError):
+    def __init__(self, tool: str, available: Sequence[str]) -> None:
+        self.tool = tool
+        self.available = tuple(available)
+        super().__init__(f"unknown tool {tool!r}; available tools: {', '.join(self.available) or '(none)'}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -1,0 +1,122 @@
+"""The registry: every tool doc and mode of a folder, validated together, immutable, fingerprinted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+from .docs import ToolDoc, load_tool_file
+from .errors import LoadError, Problem, UnknownModeError, UnknownToolError
+from .modes import Mode, ModeConfig, load_mode_file, resolve_mode
+
+__all__ = ["Registry", "default_docs_dir", "load_registry"]
+
+
+def default_docs_dir() -> Path:
+    """The shipped ``tool_docs/``: inside the installed wheel, or at the top of a source checkout."""
+    packaged = Path(str(resources.files("prompt_composer"))) / "tool_docs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "tool_docs"
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Validated tool docs and modes. Build with :func:`load_registry` or :meth:`from_docs`."""
+
+    tools: Mapping[str, ToolDoc]
+    modes: Mapping[str, Mode]
+    fingerprint: str
+    root: Path | None = None
+
+    @classmethod
+    def from_docs(
+        cls, tools: Iterable[ToolDoc], modes: Iterable[ModeConfig] = (), *, root: Path | None = None
+    ) -> Registry:
+        """Build a registry from models in memory (raises :class:`LoadError` like loading does)."""
+        by_name: dict[str, ToolDoc] = {}
+        problems: list[Problem] = []
+        for doc in tools:
+            if doc.name in by_name:
+                problems.append(Problem(Path(f"<tool {doc.name}>"), 1, f"duplicate tool name {doc.name!r}"))
+            by_name[doc.name] = doc
+        resolved: dict[str, Mode] = {}
+        for config in modes:
+            mode, mode_problems = resolve_mode(config, by_name)
+            problems += mode_problems
+            if config.slug in resolved:
+                problems.append(Problem(Path(f"<mode {config.slug}>"), 1, f"duplicate mode slug {config.slug!r}"))
+            if mode is not None:
+                resolved[config.slug] = mode
+        if problems:
+            raise LoadError(problems)
+        return cls._build(by_name, resolved, root)
+
+    @classmethod
+    def _build(cls, tools: dict[str, ToolDoc], modes: dict[str, Mode], root: Path | None) -> Registry:
+        tools = dict(sorted(tools.items()))
+        modes = dict(sorted(modes.items()))
+        payload = {
+            "tools": [doc.model_dump(mode="json") for doc in tools.values()],
+            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+        }
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root)
+
+    def mode(self, slug: str) -> Mode:
+        try:
+            return self.modes[slug]
+        except KeyError:
+            raise UnknownModeError(slug, list(self.modes)) from None
+
+    def tool(self, name: str) -> ToolDoc:
+        try:
+            return self.tools[name]
+        except KeyError:
+            raise UnknownToolError(name, list(self.tools)) from None
+
+
+def load_registry(directory: str | Path | None = None) -> Registry:
+    """Load ``directory/*.yaml`` (tools) and ``directory/modes/*.yaml`` (modes), all or nothing.
+
+    Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
+    registry is returned. A folder without ``modes/`` is a registry with zero modes.
+    """
+    root = Path(directory) if directory is not None else default_docs_dir()
+    if not root.is_dir():
+        raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
+    problems: list[Problem] = []
+    tools: dict[str, ToolDoc] = {}
+    broken: set[str] = set()
+    files = sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
+    for path in files:
+        doc, doc_problems = load_tool_file(path)
+        problems += doc_problems
+        if doc is None:
+            broken.add(path.stem)
+        else:
+            if doc.name in tools:
+                problems.append(Problem(path, 1, f"duplicate tool name {doc.name!r}"))
+            tools[doc.name] = doc
+    modes: dict[str, Mode] = {}
+    mode_dir = root / "modes"
+    mode_files = sorted([*mode_dir.glob("*.yaml"), *mode_dir.glob("*.yml")]) if mode_dir.is_dir() else []
+    for path in mode_files:
+        config, lines, mode_problems = load_mode_file(path)
+        problems += mode_problems
+        if config is None:
+            continue
+        mode, resolve_problems = resolve_mode(config, tools, path=path, lines=lines, broken=frozenset(broken))
+        problems += resolve_problems
+        if mode is not None:
+            if config.slug in modes:
+                problems.append(Problem(path, 1, f"duplicate mode slug {config.slug!r}"))
+            modes[config.slug] = mode
+    if problems:
+        raise LoadError(problems)
+    return Registry._build(tools, modes, root)

@@ -1,0 +1,122 @@
+"""Task sessions: the per-task recent-use FIFO, and a bounded store of sessions keyed by task id."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from cachetools import TTLCache
+
+from .modes import Mode
+
+__all__ = ["InMemorySessionStore", "SessionStore", "TaskSession"]
+
+DEFAULT_HISTORY = 64
+
+
+class TaskSession:
+    """One task's mutable state: the distinct tools it used, oldest first, newest last.
+
+    ``record_use`` is called after a tool call was approved and executed. Re-use moves the tool to the newest
+    end. The history is bounded (``history_limit``); each mode sees only its own slice of it (:meth:`recent`),
+    so switching modes keeps the history.
+    """
+
+    def __init__(self, task_id: str = "", *, history_limit: int = DEFAULT_HISTORY) -> None:
+        if history_limit < 1:
+            raise ValueError("history_limit must be at least 1")
+        self.task_id = task_id
+        self.history_limit = history_limit
+        # dict keeps insertion order: delete + insert moves a tool to the newest end in O(1).
+        self._history: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def record_use(self, tool: str) -> None:
+        with self._lock:
+            self._history.pop(tool, None)
+            self._history[tool] = None
+            while len(self._history) > self.history_limit:
+                del self._history[next(iter(self._history))]
+
+    def record_uses(self, tools: Iterable[str]) -> None:
+        for tool in tools:
+            self.record_use(tool)
+
+    def history(self) -> tuple[str, ...]:
+        """Distinct tools used in this task, oldest first."""
+        with self._lock:
+            return tuple(self._history)
+
+    def recent(self, mode: Mode) -> tuple[str, ...]:
+        """The mode's FIFO: the newest ``recent_size`` tools it allows and does not hold permanent.
+
+        Oldest first, so the order is stable as new tools arrive at the end.
+        """
+        if mode.recent_size == 0:
+            return ()
+        permanent = set(mode.permanent)
+        picked: list[str] = []
+        for tool in reversed(self.history()):
+            if mode.allows(tool) and tool not in permanent:
+                picked.append(tool)
+                if len(picked) == mode.recent_size:
+                    break
+        return tuple(reversed(picked))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._history.clear()
+
+    def __repr__(self) -> str:
+        return f"TaskSession({self.task_id!r}, history={list(self.history())!r})"
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where task sessions live. Inject your own (e.g. backed by Redis) to share them across processes."""
+
+    def get(self, task_id: str) -> TaskSession:
+        """The task's session, created empty on first use."""
+        ...
+
+    def reset(self, task_id: str) -> TaskSession:
+        """Start the task afresh: a new, empty session."""
+        ...
+
+    def discard(self, task_id: str) -> None: ...
+
+
+class InMemorySessionStore:
+    """A bounded, thread-safe store: least recently used sessions beyond ``maxsize`` or idle past ``ttl`` go."""
+
+    def __init__(self, *, maxsize: int = 10_000, ttl: float = 6 * 3600, history_limit: int = DEFAULT_HISTORY) -> None:
+        self._cache: TTLCache[str, TaskSession] = TTLCache(maxsize=maxsize, ttl=ttl)
+        self._lock = threading.Lock()
+        self._history_limit = history_limit
+
+    def get(self, task_id: str) -> TaskSession:
+        with self._lock:
+            session = self._cache.get(task_id)
+            if session is None:
+                session = TaskSession(task_id, history_limit=self._history_limit)
+            self._cache[task_id] = session  # re-set on every access: TTL counts idle time
+            return session
+
+    def reset(self, task_id: str) -> TaskSession:
+        with self._lock:
+            session = TaskSession(task_id, history_limit=self._history_limit)
+            self._cache[task_id] = session
+            return session
+
+    def discard(self, task_id: str) -> None:
+        with self._lock:
+            self._cache.pop(task_id, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache)
+
+    def __contains__(self, task_id: object) -> bool:
+        with self._lock:
+            return task_id in self._cache
