@@ -1,0 +1,608 @@
+"""A scripted, local stand-in for the Anthropic Messages API.
+
+``ScriptedMessagesServer`` listens on ``127.0.0.1`` (an ephemeral port by default)
+and speaks enough of the Messages API for the real ``anthropic`` SDK to work
+against it.  Every ``POST /v1/messages`` plays the next scripted :class:`Reply`;
+every request (whatever its path) is recorded.  Standard library only.
+
+Example::
+
+    with ScriptedMessagesServer([tool_use_reply(("list_files", {"path": "."})),
+                                 text_reply("done")]) as server:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        ...
+        client.close()
+    server.requests[0].body["messages"]
+
+Behaviour:
+
+* ``POST /v1/messages`` (any query string, e.g. ``?beta=true``): plays the next
+  reply.  Queued replies (the list given to the constructor plus everything
+  passed to :meth:`ScriptedMessagesServer.add`) are played first, in order; when
+  the queue is empty a callable script, if one was given, is asked for the reply.
+  The response's ``model`` echoes the request's ``model`` (the constructor's
+  ``model`` is only the fallback when a request has none); message ids are
+  ``msg_test_0001``, ``msg_test_0002``, ... in request order.  With
+  ``"stream": true`` the reply is sent as server-sent events in the same event
+  sequence as the real API (see :func:`sse_events`).  Request bodies are not
+  validated.
+* When nothing is left to play the server answers **500** with
+  ``{"type": "error", "error": {"type": "api_error", "message": "... script
+  exhausted ..."}}`` and the header ``x-should-retry: false``, which the SDK
+  obeys, so it never retries it (whatever ``max_retries`` is) and raises
+  ``anthropic.InternalServerError`` at once.  A callable script that raises is
+  reported the same way (message ``"script callable raised ..."``).
+* Scripted errors (:func:`error_reply`) are answered as plain JSON errors (also
+  for streaming requests) with ``retry-after: 0`` and ``retry-after-ms: 1``:
+  the SDK ignores a zero ``retry-after`` and would back off ~0.5 s, but honours
+  ``retry-after-ms``, so its retries are immediate.
+* ``POST /v1/messages/count_tokens``: ``{"input_tokens": N}`` with
+  ``N = max(1, len(json.dumps(body, sort_keys=True, separators=(",", ":"))) // 4)``;
+  it does not consume a scripted reply.
+* Any other path: 404 ``not_found_error``; a known path with a method other than
+  POST: 405.  Headers such as ``anthropic-version`` or ``anthropic-beta`` are
+  ignored (but recorded); the key is not checked.
+
+:attr:`ScriptedMessagesServer.requests` holds **every** request received
+(messages, count_tokens, 404s, ...) in arrival order, each recorded before its
+response is sent; filter on ``path`` when you only want the messages calls.
+
+Command line (used by the README example)::
+
+    python -m prompt_composer.testserver --script FILE.json [--port N] [--linger S]
+    python -m prompt_composer.testserver --demo
+
+prints ``READY http://127.0.0.1:PORT`` and serves until killed, or until the
+script has been played out and ``--linger`` seconds (default 1) have passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "ScriptedMessagesServer",
+    "Usage",
+    "error_reply",
+    "main",
+    "sse_events",
+    "text_reply",
+    "tool_use_reply",
+]
+
+ToolCall = tuple[str, Mapping[str, Any]] | tuple[str, str, Mapping[str, Any]]
+Script = Sequence["Reply"] | Callable[[dict[str, Any]], "Reply"]
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts, echoed exactly in the response's ``usage``."""
+
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: a message (``status == 200``) or an API error."""
+
+    content: tuple[dict[str, Any], ...] = ()
+    stop_reason: str | None = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+    status: int = 200
+    error_type: str = "api_error"
+    error_message: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_error(self) -> bool:
+        return self.status >= 400
+
+    def message(self, *, msg_id: str, model: str) -> dict[str, Any]:
+        """The full Messages API response body for this reply."""
+        return {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [dict(block) for block in self.content],
+            "stop_reason": self.stop_reason,
+            "stop_sequence": None,
+            "usage": self.usage.to_dict(),
+        }
+
+    def error_body(self) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": self.error_type, "message": self.error_message}}
+
+
+def text_reply(text: str, *, stop_reason: str = "end_turn", usage: Usage | None = None) -> Reply:
+    """A message with a single text block (``stop_reason`` ``"end_turn"`` by default)."""
+    return Reply(
+        content=({"type": "text", "text": text},),
+        stop_reason=stop_reason,
+        usage=usage or Usage(),
+    )
+
+
+def _tool_id(index: int, name: str, tool_input: Mapping[str, Any]) -> str:
+    seed = json.dumps([index, name, tool_input], sort_keys=True, default=str)
+    return "toolu_" + hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+
+def tool_use_reply(*calls: ToolCall, text: str | None = None, usage: Usage | None = None) -> Reply:
+    """A ``stop_reason: "tool_use"`` message: optional text block, then one
+    ``tool_use`` block per call.
+
+    A call is ``(name, input)`` or ``(id, name, input)``.  Missing ids are
+    ``toolu_`` + 24 hex digits derived from (position, name, input): deterministic,
+    so identical calls in two replies get the same id; pass ids to avoid that.
+    """
+    if not calls:
+        raise ValueError("tool_use_reply needs at least one call")
+    blocks: list[dict[str, Any]] = []
+    if text is not None:
+        blocks.append({"type": "text", "text": text})
+    for index, call in enumerate(calls):
+        if len(call) == 2:
+            name, tool_input = call
+            tool_id = _tool_id(index, name, tool_input)
+        elif len(call) == 3:
+            tool_id, name, tool_input = call
+        else:  # pragma: no cover - guarded by the type
+            raise ValueError(f"a tool call is (name, input) or (id, name, input), got {call!r}")
+        blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": dict(tool_input)})
+    return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage or Usage())
+
+
+def error_reply(status: int, error_type: str | None = None, message: str | None = None) -> Reply:
+    """An API error: ``{"type": "error", "error": {"type": ..., "message": ...}}``
+    with HTTP ``status``.
+
+    ``error_type`` defaults to the API's type for the status (429
+    ``rate_limit_error``, 500 ``api_error``, 529 ``overloaded_error``, ...;
+    ``overloaded_error`` for anything unlisted).  The response carries
+    ``retry-after: 0`` and ``retry-after-ms: 1`` so SDK retries are immediate.
+    """
+    if status < 400:
+        raise ValueError(f"error_reply needs an error status, got {status}")
+    etype = error_type or _ERROR_TYPES.get(status, "overloaded_error")
+    return Reply(
+        status=status,
+        stop_reason=None,
+        error_type=etype,
+        error_message=message if message is not None else f"scripted {etype} ({status})",
+        headers={"retry-after": "0", "retry-after-ms": "1"},
+    )
+
+
+@dataclass
+class RecordedRequest:
+    """A request as received: ``headers`` keys are lower-cased; ``path`` keeps
+    the query string; ``body`` is the parsed JSON object (``{}`` when empty,
+    ``{"_raw": text}`` when not a JSON object)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- SSE
+
+
+def _chunks(text: str, parts: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse_events(reply: Reply, *, msg_id: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``(event, data)`` pairs the real API streams for ``reply``.
+
+    ``message_start`` carries the message with empty content and the scripted
+    input/cache token counts with ``output_tokens`` ``min(1, N)``; then a
+    ``ping``; per block ``content_block_start`` (text ``""`` / tool ``input: {}``),
+    ``text_delta`` chunks or ``input_json_delta`` pieces (the first one ``""``,
+    as the API does), ``content_block_stop``; then ``message_delta`` whose
+    ``usage`` holds the cumulative totals (all four counts, so the SDK's
+    accumulator ends with exactly the scripted usage) and ``message_stop``.
+    """
+    usage = reply.usage.to_dict()
+    start = reply.message(msg_id=msg_id, model=model)
+    start.update(content=[], stop_reason=None, usage={**usage, "output_tokens": min(1, reply.usage.output_tokens)})
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(reply.content):
+        btype = block.get("type")
+        if btype == "text":
+            first: dict[str, Any] = {**block, "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(str(block["text"]), 2)]
+        elif btype == "tool_use":
+            first = {**block, "input": {}}
+            pieces = ["", *_chunks(json.dumps(block.get("input", {})), 3)]
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        else:
+            first, deltas = dict(block), []
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": first}
+        for delta in deltas:
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+            "usage": usage,
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+# ------------------------------------------------------------------------ server
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, owner: ScriptedMessagesServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "ScriptedMessagesServer/1"
+    timeout = 60  # idle keep-alive connections are dropped after this
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, threading.current_thread(), add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, threading.current_thread(), add=False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _dispatch(self) -> None:
+        raw = self._read_body()
+        body: dict[str, Any]
+        valid = True
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            parsed, valid = None, False
+        if isinstance(parsed, dict):
+            body = parsed
+        else:
+            body, valid = {"_raw": raw.decode("utf-8", "replace")}, False
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        owner = self.server.owner
+        owner._record(RecordedRequest(self.command, self.path, headers, body))
+
+        route = urlsplit(self.path).path.rstrip("/")
+        if route not in ("/v1/messages", "/v1/messages/count_tokens"):
+            self._send_error(404, "not_found_error", f"{self.command} {route}: not found (scripted test server)")
+        elif self.command != "POST":
+            self._send_error(405, "invalid_request_error", f"{self.command} not allowed on {route}")
+        elif not valid:
+            self._send_error(400, "invalid_request_error", "request body is not a JSON object")
+        elif route == "/v1/messages/count_tokens":
+            count = len(json.dumps(body, sort_keys=True, separators=(",", ":"))) // 4
+            self._send_json(200, {"input_tokens": max(1, count)})
+        else:
+            self._play(body)
+
+    def _play(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        number, reply, problem = owner._next_reply(body)
+        request_id = f"req_test_{number:04d}"
+        if reply is None:
+            self._send_error(500, "api_error", problem, {"x-should-retry": "false", "request-id": request_id})
+            return
+        if reply.is_error:
+            self._send_json(reply.status, reply.error_body(), {**reply.headers, "request-id": request_id})
+            return
+        msg_id = f"msg_test_{number:04d}"
+        model = str(body.get("model") or owner.model)
+        headers = {**reply.headers, "request-id": request_id}
+        if body.get("stream") is True:
+            self._send_sse(sse_events(reply, msg_id=msg_id, model=model), headers)
+        else:
+            self._send_json(200, reply.message(msg_id=msg_id, model=model), headers)
+
+    def _send_error(self, status: int, etype: str, message: str, headers: Mapping[str, str] | None = None) -> None:
+        self._send_json(status, {"type": "error", "error": {"type": etype, "message": message}}, headers)
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_sse(self, events: Iterator[tuple[str, dict[str, Any]]], headers: Mapping[str, str]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        try:
+            for event, data in events:
+                chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away mid-stream
+            self.close_connection = True
+
+
+class ScriptedMessagesServer:
+    """A Messages API stand-in on ``127.0.0.1`` playing scripted replies.
+
+    Starts serving (in a daemon thread) on construction; use it as a context
+    manager or call :meth:`close`.  ``script`` is a sequence of replies played in
+    order, or a callable ``(request_body) -> Reply`` asked for every reply once
+    the queue (filled by :meth:`add`) is empty.  A callable may be invoked
+    concurrently when requests overlap.  ``port=0`` picks a free port.
+    """
+
+    def __init__(self, script: Script = (), *, model: str = "claude-test", port: int = 0) -> None:
+        self.model = model
+        self._lock = threading.Lock()
+        self._queue: deque[Reply] = deque()
+        self._callable: Callable[[dict[str, Any]], Reply] | None = None
+        if callable(script):
+            self._callable = script
+        else:
+            self._queue.extend(script)
+        self._requests: list[RecordedRequest] = []
+        self._played = 0
+        self._count = 0
+        self._drained = threading.Event()
+        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._closed = False
+        self._httpd = _HTTPServer(port, self)
+        self.port: int = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-messages-server",
+            daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies have not been played yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def add(self, *replies: Reply) -> None:
+        """Queue more replies (played before a callable script is consulted)."""
+        with self._lock:
+            self._queue.extend(replies)
+            if replies:
+                self._drained.clear()
+
+    def close(self) -> None:
+        """Stop serving, drop open connections and release the port (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._httpd.shutdown()
+        self._thread.join()
+        with self._lock:
+            connections = list(self._connections.items())
+        for conn, _ in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for _, thread in connections:
+            thread.join(timeout=10)
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedMessagesServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- used by the handler threads
+    def _track(self, conn: socket.socket, thread: threading.Thread, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections[conn] = thread
+            else:
+                self._connections.pop(conn, None)
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next_reply(self, body: dict[str, Any]) -> tuple[int, Reply | None, str]:
+        """(request number, reply or None, problem message when None)."""
+        with self._lock:
+            self._count += 1
+            number = self._count
+            if self._queue:
+                reply = self._queue.popleft()
+                self._played += 1
+                if not self._queue and self._callable is None:
+                    self._drained.set()
+                return number, reply, ""
+            script = self._callable
+            played = self._played
+        if script is None:
+            return (
+                number,
+                None,
+                f"scripted test server: script exhausted ({played} replies played; this is request #{number})",
+            )
+        try:
+            reply = script(body)
+        except Exception as exc:
+            return number, None, f"scripted test server: script callable raised {type(exc).__name__}: {exc}"
+        if not isinstance(reply, Reply):
+            return number, None, f"scripted test server: script callable returned {reply!r}, not a Reply"
+        with self._lock:
+            self._played += 1
+        return number, reply, ""
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _demo_script() -> list[Reply]:
+    return [
+        tool_use_reply(("list_files", {"path": "."}), text="Let me look at the directory first."),
+        tool_use_reply(("read_file", {"path": "README.md"})),
+        text_reply("I listed the directory and read README.md. (This is a scripted demo answer.)"),
+    ]
+
+
+def _parse_reply(item: Any) -> Reply:
+    if not isinstance(item, dict):
+        raise ValueError(f"each reply must be a JSON object, got {item!r}")
+    usage = Usage(**item["usage"]) if "usage" in item else None
+    if "error" in item:
+        return error_reply(int(item["error"]), item.get("type"), item.get("message"))
+    if "tool_use" in item:
+        calls: list[ToolCall] = []
+        for call in item["tool_use"]:
+            if "id" in call:
+                calls.append((str(call["id"]), str(call["name"]), dict(call.get("input", {}))))
+            else:
+                calls.append((str(call["name"]), dict(call.get("input", {}))))
+        return tool_use_reply(*calls, text=item.get("text"), usage=usage)
+    if "text" in item:
+        return text_reply(str(item["text"]), usage=usage)
+    raise ValueError(f"a reply needs 'text', 'tool_use' or 'error': {item!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m prompt_composer.testserver",
+        description="Serve scripted Anthropic Messages API replies on 127.0.0.1.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--script", metavar="FILE.json", help="JSON list of replies: {text} | {tool_use, text?} | {error}"
+    )
+    source.add_argument("--demo", action="store_true", help="list_files, read_file, then a final text answer")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    parser.add_argument(
+        "--linger", type=float, default=1.0, help="seconds to keep serving once the script is played out (default 1)"
+    )
+    args = parser.parse_args(argv)
+    if args.demo:
+        script = _demo_script()
+    else:
+        try:
+            with open(args.script, encoding="utf-8") as fh:
+                items = json.load(fh)
+            if not isinstance(items, list):
+                raise ValueError("the script must be a JSON list")
+            script = [_parse_reply(item) for item in items]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"bad script {args.script}: {exc}")
+    with ScriptedMessagesServer(script, port=args.port) as server:
+        print(f"READY {server.base_url}", flush=True)
+        try:
+            if not script:
+                server._drained.set()
+            server._drained.wait()
+            threading.Event().wait(max(0.0, args.linger))
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
