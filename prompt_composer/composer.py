@@ -284,7 +284,8 @@ class Composer:
             "mode": mode.config,
             "style": style,
             "fetch_available": include_fetch,
-            "tool_count": len(allowed),
+            # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.
+            "expandable": any(n not in permanent for n in allowed),
             "full_tools": full_names,
             "brief_tools": brief_names,
             "full_docs": full_docs,

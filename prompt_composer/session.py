@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from cachetools import TTLCache
@@ -90,8 +91,15 @@ class SessionStore(Protocol):
 class InMemorySessionStore:
     """A bounded, thread-safe store: least recently used sessions beyond ``maxsize`` or idle past ``ttl`` go."""
 
-    def __init__(self, *, maxsize: int = 10_000, ttl: float = 6 * 3600, history_limit: int = DEFAULT_HISTORY) -> None:
-        self._cache: TTLCache[str, TaskSession] = TTLCache(maxsize=maxsize, ttl=ttl)
+    def __init__(
+        self,
+        *,
+        maxsize: int = 10_000,
+        ttl: float = 6 * 3600,
+        history_limit: int = DEFAULT_HISTORY,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cache: TTLCache[str, TaskSession] = TTLCache(maxsize=maxsize, ttl=ttl, timer=timer)
         self._lock = threading.Lock()
         self._history_limit = history_limit
 

