@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .docs import LineMap, ToolDoc, line_of, load_model
 from .errors import Problem
 
-__all__ = ["Mode", "ModeConfig", "ToolStyle", "load_mode_file", "resolve_mode"]
+__all__ = ["FileRestriction", "Mode", "ModeConfig", "ToolStyle", "load_mode_file", "resolve_mode", "tool_paths"]
 
 ToolStyle = Literal["native", "text"]
+
+
+class FileRestriction(BaseModel):
+    """Files the tools of one group may touch in a mode: paths must match ``file_regex`` (searched)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    file_regex: str = Field(min_length=1)
+    description: str = ""
+
+    @field_validator("file_regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"file_regex {value!r} is not a valid regular expression: {exc}") from None
+        return value
+
+    def allows(self, path: str) -> bool:
+        return re.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 
 class ModeConfig(BaseModel):
@@ -34,6 +56,46 @@ class ModeConfig(BaseModel):
     budget_tokens: int = Field(gt=0)
     tool_style: ToolStyle = "native"
     custom_instructions: str = ""
+    # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.
+    file_restrictions: dict[str, FileRestriction] = Field(default_factory=dict)
+
+    @field_validator("file_restrictions")
+    @classmethod
+    def _restricted_groups_allowed(
+        cls, value: dict[str, FileRestriction], info: ValidationInfo
+    ) -> dict[str, FileRestriction]:
+        groups = info.data.get("groups", ())
+        stray = [g for g in value if g not in groups]
+        if stray:
+            raise ValueError(f"restricts group(s) not in groups: {', '.join(stray)}")
+        return value
+
+
+# Input keys that name files: ``path``, ``file``, ``files``, ``paths`` and anything ending in ``_path``/``_file``
+# (``file_path``, ``target_file``…); values may be strings, lists of strings, or lists of objects with such keys.
+_PATH_KEY = re.compile(r"^(?:path|paths|file|files|filename|filepath|.+_(?:path|paths|file|files))$", re.IGNORECASE)
+
+
+def tool_paths(tool_input: Any) -> Iterator[str]:
+    """Every file path a tool input names (see ``_PATH_KEY``), in input order."""
+    if isinstance(tool_input, Mapping):
+        for key, value in tool_input.items():
+            if isinstance(key, str) and _PATH_KEY.match(key):
+                if isinstance(value, str):
+                    yield value
+                elif isinstance(value, list | tuple):
+                    for item in value:
+                        if isinstance(item, str):
+                            yield item
+                        else:
+                            yield from tool_paths(item)
+                elif isinstance(value, Mapping):
+                    yield from tool_paths(value)
+            elif isinstance(value, Mapping | list | tuple):
+                yield from tool_paths(value)
+    elif isinstance(tool_input, list | tuple):
+        for item in tool_input:
+            yield from tool_paths(item)
 
 
 @dataclass(frozen=True)
@@ -63,6 +125,23 @@ class Mode:
     def allows(self, tool: str) -> bool:
         """The access check: fetch, composition, search and tool calls all ask this one question."""
         return tool in self._allowed_set
+
+    def check_paths(self, doc: ToolDoc, tool_input: Any) -> str | None:
+        """A refusal message if ``doc``'s group is file-restricted here and the input names a path outside it.
+
+        Call it after :meth:`allows` and before running the tool; ``None`` means go ahead.
+        """
+        restriction = self.config.file_restrictions.get(doc.group)
+        if restriction is None:
+            return None
+        for path in tool_paths(tool_input):
+            if not restriction.allows(path):
+                what = f" ({restriction.description})" if restriction.description else ""
+                return (
+                    f"Error: in mode {self.config.name!r}, {doc.name} may only touch files matching "
+                    f"the pattern {restriction.file_regex}{what}; {path!r} does not match. Nothing was done."
+                )
+        return None
 
 
 def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
