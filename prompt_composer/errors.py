@@ -5,7 +5,8 @@
     PromptComposerError
     ├── LoadError            tool docs / modes failed validation (carries every Problem)
     ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
-    └── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
+    ├── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
+    └── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
 
 Errors carry their context as attributes so callers never parse messages.
 """
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LoadError", "Problem", "PromptComposerError", "UnknownModeError", "UnknownToolError"]
+__all__ = ["ImporterError", "LoadError", "Problem", "PromptComposerError", "UnknownModeError", "UnknownToolError"]
 
 
 class PromptComposerError(Exception):
@@ -66,3 +67,7 @@ class UnknownToolError(PromptComposerError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class ImporterError(PromptComposerError):
+    """An import failed: a bad tool list, an MCP server that failed, a bad ``.roomodes``. Nothing was written."""
