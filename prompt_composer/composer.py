@@ -202,6 +202,7 @@ class Composer:
             **(context or {}),
         }
         self._views = {name: _view(doc) for name, doc in registry.tools.items()}
+        self._definitions: dict[tuple[str, bool], tuple[dict[str, Any], int]] = {}
         self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
         self._lock = threading.Lock()
 
@@ -260,7 +261,6 @@ class Composer:
         include_fetch: bool = True,
     ) -> ComposedPrompt:
         """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view."""
-        tools = self.registry.tools
         allowed = mode.allowed
         full_names = tuple(n for n in allowed if n in full)
         brief_names = tuple(n for n in allowed if n not in full)
@@ -297,19 +297,18 @@ class Composer:
         recent_text = self._section(RECENT_SECTION, values) if text_style else ""
 
         native: list[dict[str, Any]] = []
+        tool_tokens = 0
         if not text_style:
             for name in allowed:
-                doc = tools[name]
-                if name in full:
-                    native.append({"name": name, "description": doc.full, "input_schema": doc.input_schema})
-                else:
-                    native.append(
-                        {"name": name, "description": doc.brief, "input_schema": strip_descriptions(doc.input_schema)}
-                    )
+                definition, n_tokens = self._definition(name, full=name in full)
+                native.append(definition)
+                tool_tokens += n_tokens
             if include_fetch:
-                native.append(fetch_tool_definition(mode))
+                fetch = fetch_tool_definition(mode)
+                native.append(fetch)
+                tool_tokens += count_tools(self.counter, [fetch])
         system = f"{stable}\n\n{recent_text}" if recent_text else stable
-        tokens = TokenCounts(system=self.counter.count(system), tools=count_tools(self.counter, native))
+        tokens = TokenCounts(system=self.counter.count(system), tools=tool_tokens)
         return ComposedPrompt(
             mode=mode.slug,
             fingerprint=self.registry.fingerprint,
@@ -322,6 +321,24 @@ class Composer:
             recent=recent,
             tokens=tokens,
         )
+
+    def _definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
+        """A tool's native definition (full or brief) and its token count, built once per composer."""
+        key = (name, full)
+        cached = self._definitions.get(key)
+        if cached is None:
+            doc = self.registry.tools[name]
+            if full:
+                definition = {"name": name, "description": doc.full, "input_schema": doc.input_schema}
+            else:
+                definition = {
+                    "name": name,
+                    "description": doc.brief,
+                    "input_schema": strip_descriptions(doc.input_schema),
+                }
+            cached = (definition, count_tools(self.counter, [definition]))
+            self._definitions[key] = cached  # a race only builds the same value twice
+        return cached
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:
         return self._env.get_template(f"{name}.j2").render(values).strip()
