@@ -13,9 +13,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from .docs import LineMap, ToolDoc, line_of, load_model
 from .errors import Problem
 
-__all__ = ["FileRestriction", "Mode", "ModeConfig", "ToolStyle", "load_mode_file", "resolve_mode", "tool_paths"]
+__all__ = [
+    "FileRestriction",
+    "Mode",
+    "ModeConfig",
+    "PromotionPolicy",
+    "ToolStyle",
+    "load_mode_file",
+    "resolve_mode",
+    "tool_paths",
+]
 
 ToolStyle = Literal["native", "text"]
+PromotionPolicy = Literal["every_turn", "task_start", "inline"]
 
 
 class FileRestriction(BaseModel):
@@ -58,6 +68,8 @@ class ModeConfig(BaseModel):
     custom_instructions: str = ""
     # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.
     file_restrictions: dict[str, FileRestriction] = Field(default_factory=dict)
+    # Optional: when a recent-use FIFO change reaches the prompt (see prompt_composer.anthropic); None = default.
+    promotion: PromotionPolicy | None = None
 
     @field_validator("file_restrictions")
     @classmethod

@@ -5,11 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from cachetools import TTLCache
 
 from .modes import Mode
+
+if TYPE_CHECKING:
+    from .composer import ComposedPrompt
 
 __all__ = ["InMemorySessionStore", "SessionStore", "TaskSession"]
 
@@ -31,6 +34,10 @@ class TaskSession:
         self.history_limit = history_limit
         # dict keeps insertion order: delete + insert moves a tool to the newest end in O(1).
         self._history: dict[str, None] = {}
+        # Promotion-policy state (prompt_composer.anthropic): the prompt pinned at task start, per key (registry
+        # fingerprint + mode), and the tools whose full text already reached the conversation in this task.
+        self._pinned: dict[str, ComposedPrompt] = {}
+        self._expanded: set[str] = set()
         self._lock = threading.Lock()
 
     def record_use(self, tool: str) -> None:
@@ -65,9 +72,32 @@ class TaskSession:
                     break
         return tuple(reversed(picked))
 
+    def pinned_prompt(self, key: str, compose: Callable[[], ComposedPrompt]) -> ComposedPrompt:
+        """The prompt pinned under ``key`` for this task; composed with ``compose`` and pinned on first call."""
+        with self._lock:
+            prompt = self._pinned.get(key)
+            if prompt is None:
+                prompt = self._pinned[key] = compose()
+            return prompt
+
+    def mark_expanded(self, tool: str) -> bool:
+        """Note that ``tool``'s full text is now in the conversation; True only the first time in the task."""
+        with self._lock:
+            if tool in self._expanded:
+                return False
+            self._expanded.add(tool)
+            return True
+
+    def expanded(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._expanded)
+
     def reset(self) -> None:
+        """Start the task afresh: empty history, no pinned prompt, nothing expanded."""
         with self._lock:
             self._history.clear()
+            self._pinned.clear()
+            self._expanded.clear()
 
     def __repr__(self) -> str:
         return f"TaskSession({self.task_id!r}, history={list(self.history())!r})"
