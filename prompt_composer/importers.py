@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -516,6 +517,9 @@ class ImportPlan:
             origin = self.registry.tools[name].origin
             upstream = origin.name if origin else name
             lines.append(f"vanished  {name}  ({self.server}: {upstream}) is no longer listed upstream; doc kept")
+        drafted = [c.name for c in self.changes if self.registry.tools[c.name].brief_source == "drafted"]
+        if drafted:
+            lines.append(f"{len(drafted)} drafted brief(s) to review: prompt-composer --docs {self.out} audit")
         written = [p for p in self.files if p != STATE_FILE]
         if dry_run:
             lines.append(f"dry run: would write {len(written)} file(s) to {self.out}; nothing written")
@@ -524,7 +528,8 @@ class ImportPlan:
         return lines
 
 
-def _load_existing(out: Path) -> Registry | None:
+def load_output_folder(out: Path) -> Registry | None:
+    """The registry already in an import's output folder (``None`` if the folder does not exist yet)."""
     if not out.exists():
         return None
     if not out.is_dir():
@@ -576,7 +581,7 @@ def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> Imp
     must validate.
     """
     out = Path(out)
-    existing = _load_existing(out)
+    existing = load_output_folder(out)
     state = read_state(out) if existing is not None else _empty_state()
     records: dict[str, Any] = dict(state["tools"])
     current = dict(existing.tools) if existing is not None else {}
@@ -648,7 +653,8 @@ def write_files(out: Path, files: Mapping[str, str]) -> None:
         return
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=out.parent))
+        staging = out.parent / f".{out.name}.import-{secrets.token_hex(4)}"
+        staging.mkdir()  # not mkdtemp: the folder becomes `out`, so it gets the usual permissions
         try:
             _write_tree(staging, files)
             staging.rename(out)

@@ -11,6 +11,7 @@ from ..audit import run_audit
 from ..composer import Composer
 from ..errors import UnknownToolError
 from ..fetch import handle_fetch
+from ..providers import PROVIDERS, tools_for
 from ..registry import Registry, load_registry
 
 
@@ -29,6 +30,9 @@ def register(sub: Any) -> None:
     p.add_argument("--mode", required=True)
     p.add_argument("--recent", default="", help="comma-separated tool uses, oldest first, replayed into the FIFO")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--provider", choices=PROVIDERS, default="anthropic", help="native tool definitions in this API's format"
+    )
     p.set_defaults(handler=cmd_compose)
 
     p = sub.add_parser("fetch", help="print a tool's full description, as fetch_tool_description answers it")
@@ -80,13 +84,14 @@ def cmd_compose(args: argparse.Namespace) -> int:
         if name not in registry.tools:
             raise UnknownToolError(name, list(registry.tools))
     prompt = Composer(registry).compose(mode, recent=recent)
+    tools = tools_for(args.provider, prompt.tools)
     if args.format == "json":
-        print(json.dumps(prompt.as_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
         return 0
     print(prompt.system)
-    if prompt.tools:
-        print("\n==== TOOLS (native definitions)\n")
-        print(json.dumps(list(prompt.tools), indent=2, ensure_ascii=False))
+    if tools:
+        print(f"\n==== TOOLS (native definitions, {args.provider} format)\n")
+        print(json.dumps(tools, indent=2, ensure_ascii=False))
     t = prompt.tokens
     print(
         f"\n# mode {prompt.mode}: {len(prompt.full)} full, {len(prompt.brief)} brief; "

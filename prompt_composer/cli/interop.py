@@ -1,0 +1,95 @@
+"""Import subcommands: ``import mcp``, ``import json``, ``import roomodes``.
+
+Each is all or nothing: on bad input nothing is written, one line goes to stderr and the exit code is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..importers import import_json, import_mcp
+from ..roomodes import import_roomodes
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("import", help="import tool docs (MCP server, JSON tool list) or Roo Code modes")
+    kinds = p.add_subparsers(dest="import_kind", required=True, metavar="SOURCE")
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--out", required=True, metavar="DIR", help="tool docs folder to write (created if missing)")
+        q.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+
+    def tool_options(q: argparse.ArgumentParser) -> None:
+        common(q)
+        q.add_argument("--group", default="mcp", help="group of new tool docs (default: mcp)")
+        q.add_argument("--prefix", default="", help="prepend this to every tool name (avoids clashes)")
+
+    q = kinds.add_parser(
+        "mcp",
+        help="start an MCP server over stdio and import its tools",
+        usage="prompt-composer import mcp --out DIR [--group G] [--timeout S] [--server NAME] -- COMMAND [ARGS...]",
+    )
+    tool_options(q)
+    q.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound on start + listing (30)")
+    q.add_argument("--server", default=None, help="origin server name (default: the name the server reports)")
+    q.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS", help="the server command")
+    q.set_defaults(handler=cmd_import_mcp)
+
+    q = kinds.add_parser("json", help="import an Anthropic, OpenAI or MCP tools/list JSON tool list")
+    q.add_argument("file")
+    tool_options(q)
+    q.add_argument("--server", default=None, help="origin server name (default: the file's stem)")
+    q.set_defaults(handler=cmd_import_json)
+
+    q = kinds.add_parser("roomodes", help="import Roo Code custom modes (.roomodes, YAML or JSON) as mode files")
+    q.add_argument("file")
+    common(q)
+    q.add_argument("--permanent", default="", help="comma-separated tools kept in full (where a mode allows them)")
+    q.add_argument("--recent-size", type=int, default=6, help="recent-use FIFO length (default 6)")
+    q.add_argument(
+        "--budget-tokens", type=int, default=None, help="token budget (default: each mode's worst case, rounded up)"
+    )
+    q.set_defaults(handler=cmd_import_roomodes)
+
+
+def _print(lines: list[str]) -> int:
+    for line in lines:
+        print(line)
+    return 0
+
+
+def cmd_import_mcp(args: argparse.Namespace) -> int:
+    command = list(args.server_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    plan = import_mcp(
+        command,
+        args.out,
+        server=args.server,
+        group=args.group,
+        prefix=args.prefix,
+        timeout=args.timeout,
+        dry_run=args.dry_run,
+    )
+    return _print(plan.report(dry_run=args.dry_run))
+
+
+def cmd_import_json(args: argparse.Namespace) -> int:
+    plan = import_json(
+        args.file, args.out, server=args.server, group=args.group, prefix=args.prefix, dry_run=args.dry_run
+    )
+    return _print(plan.report(dry_run=args.dry_run))
+
+
+def cmd_import_roomodes(args: argparse.Namespace) -> int:
+    permanent = [n.strip() for n in args.permanent.split(",") if n.strip()]
+    plan = import_roomodes(
+        args.file,
+        args.out,
+        permanent=permanent,
+        recent_size=args.recent_size,
+        budget_tokens=args.budget_tokens,
+        dry_run=args.dry_run,
+    )
+    return _print(plan.report(dry_run=args.dry_run))
