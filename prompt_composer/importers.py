@@ -732,6 +732,20 @@ def _exceptions(exc: BaseException) -> Iterable[BaseException]:
         yield exc
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception as one short line (pydantic's multi-line reports reduced to their first error)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            return f"invalid answer from the server: {where}: {first['msg']}"
+        except (TypeError, IndexError, KeyError):
+            pass
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
 def list_mcp_tools(
     command: Sequence[str],
     *,
@@ -748,7 +762,7 @@ def list_mcp_tools(
         raise ImporterError("no MCP server command given (put it after --)")
     try:
         import anyio
-        from mcp import Client, StdioServerParameters
+        from mcp import Client, StdioServerParameters, stdio_client
     except ImportError:
         raise ImporterError(
             "importing from an MCP server needs the mcp SDK: pip install 'prompt-composer[mcp]'"
@@ -763,7 +777,7 @@ def list_mcp_tools(
             command=command[0], args=list(command[1:]), env={**os.environ, **(env or {})}, cwd=cwd
         )
         with anyio.fail_after(timeout):
-            async with Client(params, cache=None) as client:
+            async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
                 info = client.server_info
                 tools: list[Any] = []
                 cursor: str | None = None
@@ -812,7 +826,7 @@ def list_mcp_tools(
                 if any(isinstance(e, OSError) for e in inner):
                     error = next(e for e in inner if isinstance(e, OSError))
                     raise ImporterError(f"cannot start MCP server {shown!r}: {error}") from None
-                detail = "; ".join(dict.fromkeys(str(e) or type(e).__name__ for e in inner)) or str(exc)
+                detail = "; ".join(dict.fromkeys(_one_line(e) for e in inner)) or _one_line(exc)
                 if "closed" in detail.lower():
                     detail = "it exited or closed its output before listing its tools"
                 raise ImporterError(f"MCP server {shown!r} failed: {detail}{stderr_tail(errlog)}") from None
