@@ -102,6 +102,18 @@ def _slug(raw: str) -> str:
 
 def _read_roomodes(path: Path) -> tuple[list[tuple[dict[str, Any], tuple[str | int, ...]]], LineMap]:
     data, lines, problems = read_yaml(path)  # YAML, and JSON as a subset of it; with line numbers
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""  # read_yaml has reported it
+    if text.lstrip().startswith(("{", "[")):  # JSON: decode it as JSON (PyYAML mangles surrogate-pair escapes)
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ImporterError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        if problems or decoded != data:
+            lines = {}  # YAML read it differently: no line numbers rather than wrong ones
+        data, problems = decoded, []
     if problems:
         raise ImporterError(str(problems[0]))
     base: tuple[str | int, ...]
