@@ -73,12 +73,17 @@ class TaskSession:
         return tuple(reversed(picked))
 
     def pinned_prompt(self, key: str, compose: Callable[[], ComposedPrompt]) -> ComposedPrompt:
-        """The prompt pinned under ``key`` for this task; composed with ``compose`` and pinned on first call."""
+        """The prompt pinned under ``key`` for this task; composed with ``compose`` and pinned on first call.
+
+        ``compose`` runs outside the lock (it reads this session); if two threads race, the first pin wins.
+        """
         with self._lock:
             prompt = self._pinned.get(key)
-            if prompt is None:
-                prompt = self._pinned[key] = compose()
+        if prompt is not None:
             return prompt
+        composed = compose()
+        with self._lock:
+            return self._pinned.setdefault(key, composed)
 
     def mark_expanded(self, tool: str) -> bool:
         """Note that ``tool``'s full text is now in the conversation; True only the first time in the task."""
