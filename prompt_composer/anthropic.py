@@ -1,0 +1,859 @@
+"""Anthropic middleware: a wrapped client that composes each request, and the tool loop.
+
+This is the only module that imports the ``anthropic`` SDK. Wrap a client, instructor-style::
+
+    client = wrap(anthropic.Anthropic(), composer=Composer(load_registry()), mode="code", task_id="t-1")
+    reply = client.messages.create(model=..., max_tokens=1024, messages=[{"role": "user", "content": "..."}])
+    result = client.run("Fix the failing test", model=..., executors=workspace_executors("."))
+
+``messages.create`` / ``stream`` / ``parse`` / ``count_tokens`` get the composed system prompt and tools;
+every other attribute (``models``, ``beta``, ``messages.batches``, ``close`` ...) is the real client's.
+
+Request layout (Anthropic caches the prefix tools → system → messages, so the most stable parts go first):
+
+- ``tools``: the caller's tools, unchanged and first (they are the same in every mode and task), then the
+  composed tools of the mode (a composed tool whose name the caller also defines is dropped: the caller's wins).
+- ``system``: a list of text blocks: the composed stable part, then the caller's own ``system`` (a string
+  becomes one text block; a list of blocks comes through as is), then the composed part that changes within a
+  task (text-style modes only).
+- ``cache_control`` breakpoints (``{"type": "ephemeral"}``), at most 4 counting the caller's own, in this
+  priority: the newest message's last block; the stable system block; the last tool. The system and tool
+  breakpoints are set only when that part cannot change within the task: always under ``task_start`` and
+  ``inline``, under ``every_turn`` only when the mode's ``recent_size`` is 0.
+
+Promotion policies (per mode, ``ModeConfig.promotion``; the wrapper's ``policy`` overrides it):
+
+- ``every_turn``: recompose every request from the task's recent-use FIFO.
+- ``task_start``: compose once per task and mode (pinned in the :class:`TaskSession`); a brief tool is
+  expanded only by ``fetch_tool_description``.
+- ``inline``: like ``task_start``; besides, the first *executed* call of a tool that is brief in the pinned
+  prompt gets the tool's full description appended once, as a text block after the tool's output in the same
+  tool_result. A tool whose description was already fetched (or appended) in the task is not appended again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar, cast, get_args
+
+import anthropic
+from anthropic.types import Message
+
+from .composer import ComposedPrompt, Composer
+from .errors import PromptComposerError
+from .executors import ExecutorError, ToolExecutor
+from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, fetch_tool_doc, handle_fetch
+from .modes import Mode, PromotionPolicy
+from .registry import Registry, load_registry
+from .session import InMemorySessionStore, SessionStore, TaskSession
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "MAX_BREAKPOINTS",
+    "AsyncComposedClient",
+    "ComposedClient",
+    "Iteration",
+    "LoopResult",
+    "MaxIterationsError",
+    "PendingCall",
+    "Policy",
+    "TokenUsage",
+    "ToolCallRecord",
+    "ToolLoopError",
+    "partial_result",
+    "wrap",
+]
+
+Policy = PromotionPolicy
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+# Chosen by the cost replay (prompt_composer.replay, README "Promotion policies"): as cheap as task_start
+# whenever the model fetches before a first use, and the full text still reaches the model when it does not.
+DEFAULT_POLICY: Policy = "inline"
+MAX_BREAKPOINTS = 4  # the Messages API allows at most four cache_control breakpoints per request
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+_ClientT = TypeVar("_ClientT", anthropic.Anthropic, anthropic.AsyncAnthropic)
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts with the API's own names; ``None`` from the API counts as 0."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @classmethod
+    def of(cls, usage: Any) -> TokenUsage:
+        """From a response's ``usage`` (an SDK object or a mapping)."""
+
+        def get(name: str) -> int:
+            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            return int(value or 0)
+
+        return cls(
+            get("input_tokens"),
+            get("output_tokens"),
+            get("cache_creation_input_tokens"),
+            get("cache_read_input_tokens"),
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A tool call the model asked for, as the approval callback sees it."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    iteration: int
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One answered tool_use block. ``output`` is what the model got back (an error message when ``is_error``);
+    ``error`` says why it failed (``None`` on success); ``expanded`` is true when the inline policy appended the
+    tool's full description to this result."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    output: str
+    is_error: bool
+    error: str | None
+    duration: float
+    iteration: int
+    executed: bool = False
+    expanded: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "input": dict(self.input),
+            "output": self.output,
+            "is_error": self.is_error,
+            "error": self.error,
+            "duration": self.duration,
+            "iteration": self.iteration,
+            "executed": self.executed,
+            "expanded": self.expanded,
+        }
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One request → response step of the loop, and the tool calls answered after it."""
+
+    index: int
+    message: Message
+    usage: TokenUsage
+    tool_calls: tuple[ToolCallRecord, ...]
+    prompt: ComposedPrompt
+
+
+@dataclass
+class LoopResult:
+    """What a tool loop produced (also the partial result attached to its errors)."""
+
+    text: str = ""
+    iterations: list[Iteration] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+    final_message: Message | None = None
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        return [call for it in self.iterations for call in it.tool_calls]
+
+    @property
+    def usage(self) -> TokenUsage:
+        total = TokenUsage()
+        for it in self.iterations:
+            total += it.usage
+        return total
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``run --format json`` shape: ``text``, ``iterations``, ``tool_calls``, ``usage``, ``stop_reason``."""
+        return {
+            "text": self.text,
+            "iterations": len(self.iterations),
+            "tool_calls": [{"name": c.name, "input": dict(c.input), "is_error": c.is_error} for c in self.tool_calls],
+            "usage": self.usage.as_dict(),
+            "stop_reason": self.stop_reason,
+        }
+
+
+class ToolLoopError(PromptComposerError):
+    """The tool loop stopped without a final answer; ``result`` holds everything done until then."""
+
+    def __init__(self, message: str, result: LoopResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class MaxIterationsError(ToolLoopError):
+    """The model still asked for tools after ``max_iterations`` requests."""
+
+
+def partial_result(exc: BaseException) -> LoopResult | None:
+    """The loop's partial result attached to an error it raised: a :class:`ToolLoopError`, or an SDK
+    ``anthropic.APIError`` (429, 5xx, timeouts … after the SDK's own retries), which carries it as
+    ``exc.loop_result``."""
+    if isinstance(exc, ToolLoopError):
+        return exc.result
+    result = getattr(exc, "loop_result", None)
+    return result if isinstance(result, LoopResult) else None
+
+
+# ------------------------------------------------------------------------------------ request shaping
+
+
+def _count_breakpoints(value: Any) -> int:
+    """``cache_control`` markers already in a (nested) request part."""
+    if isinstance(value, Mapping):
+        own = 1 if value.get("cache_control") else 0
+        return own + sum(_count_breakpoints(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list | tuple):
+        return sum(_count_breakpoints(v) for v in value)
+    return 0
+
+
+def _system_blocks(system: Any) -> list[Any]:
+    if system is None or isinstance(system, anthropic.Omit | anthropic.NotGiven):
+        return []
+    if isinstance(system, str):
+        return [{"type": "text", "text": system}] if system else []
+    return list(system)
+
+
+def _with_breakpoint(message: Any) -> Any | None:
+    """A copy of ``message`` with a breakpoint on its last content block, or None when it cannot take one."""
+    if not isinstance(message, Mapping):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return None
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]}
+    if isinstance(content, list | tuple) and content and isinstance(content[-1], Mapping):
+        last = {**content[-1], "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": [*content[:-1], last]}
+    return None
+
+
+class _State:
+    """What both wrappers share: which registry, composer, session store, mode, task and policy."""
+
+    def __init__(
+        self,
+        *,
+        composer: Composer | None,
+        registry: Registry | None,
+        mode: str,
+        task_id: str,
+        store: SessionStore | None,
+        policy: Policy | None,
+    ) -> None:
+        if composer is None:
+            composer = Composer(registry if registry is not None else load_registry())
+        elif registry is not None and registry is not composer.registry:
+            raise ValueError("give either a composer or a registry, or the composer's own registry")
+        if policy is not None and policy not in POLICIES:
+            raise ValueError(f"unknown promotion policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        self.composer = composer
+        self.registry = composer.registry
+        self.mode: Mode = self.registry.mode(mode)
+        self.task_id = task_id
+        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        self.explicit_policy = policy
+
+    def derive(self, *, task_id: str | None, mode: str | None, policy: Policy | None) -> _State:
+        return _State(
+            composer=self.composer,
+            registry=None,
+            mode=mode or self.mode.slug,
+            task_id=task_id if task_id is not None else self.task_id,
+            store=self.store,
+            policy=policy if policy is not None else self.explicit_policy,
+        )
+
+    @property
+    def policy(self) -> Policy:
+        return self.explicit_policy or self.mode.config.promotion or DEFAULT_POLICY
+
+    @property
+    def session(self) -> TaskSession:
+        return self.store.get(self.task_id)
+
+    def prompt(self, session: TaskSession | None = None) -> ComposedPrompt:
+        """This request's composed prompt under the policy."""
+        session = session or self.session
+        if self.policy == "every_turn":
+            return self.composer.compose(self.mode, session)
+        key = f"{self.registry.fingerprint}/{self.mode.slug}"
+        return session.pinned_prompt(key, lambda: self.composer.compose(self.mode, session))
+
+    def prepare(self, params: Mapping[str, Any], *, breakpoints: bool = True) -> tuple[dict[str, Any], ComposedPrompt]:
+        """The request parameters with the composed system prompt and tools merged in."""
+        out = dict(params)
+        prompt = self.prompt()
+        stable = self.policy != "every_turn" or self.mode.recent_size == 0
+        caller_system = _system_blocks(out.pop("system", None))
+        raw_tools = out.pop("tools", None)
+        caller_tools = [] if raw_tools is None or isinstance(raw_tools, anthropic.Omit) else list(raw_tools)
+        messages = list(out.get("messages") or [])
+        budget = MAX_BREAKPOINTS - _count_breakpoints([caller_system, caller_tools, messages]) if breakpoints else 0
+
+        if budget > 0 and messages:
+            marked = _with_breakpoint(messages[-1])
+            if marked is not None and not _count_breakpoints(messages[-1]):
+                messages[-1] = marked
+                budget -= 1
+        out["messages"] = messages
+
+        system: list[Any] = []
+        if prompt.system_stable:
+            block: dict[str, Any] = {"type": "text", "text": prompt.system_stable}
+            if stable and budget > 0:
+                block["cache_control"] = dict(EPHEMERAL)
+                budget -= 1
+            system.append(block)
+        system += caller_system
+        if prompt.system_recent:
+            system.append({"type": "text", "text": prompt.system_recent})
+        if system:
+            out["system"] = system
+
+        taken = {t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None) for t in caller_tools}
+        composed = [dict(t) for t in prompt.tools if t["name"] not in taken]
+        if composed and stable and budget > 0:
+            composed[-1]["cache_control"] = dict(EPHEMERAL)
+        tools = [*caller_tools, *composed]
+        if tools:
+            out["tools"] = tools
+        return out, prompt
+
+
+# -------------------------------------------------------------------------------------------- wrappers
+
+
+class _MessagesBase:
+    def __init__(self, messages: Any, state: _State) -> None:
+        self._messages = messages
+        self._state = state
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._messages, name)
+
+
+class ComposedMessages(_MessagesBase):
+    """``client.messages`` of a :class:`ComposedClient`."""
+
+    def create(self, **params: Any) -> Any:
+        """``Messages.create`` with the composed system prompt and tools (``stream=True`` works too)."""
+        return self._messages.create(**self._state.prepare(params)[0])
+
+    def stream(self, **params: Any) -> Any:
+        """``Messages.stream`` (a ``MessageStreamManager``) with the composed system prompt and tools."""
+        return self._messages.stream(**self._state.prepare(params)[0])
+
+    def parse(self, **params: Any) -> Any:
+        return self._messages.parse(**self._state.prepare(params)[0])
+
+    def count_tokens(self, **params: Any) -> Any:
+        """``Messages.count_tokens`` for the request as it would be sent (no breakpoints added)."""
+        return self._messages.count_tokens(**self._state.prepare(params, breakpoints=False)[0])
+
+
+class AsyncComposedMessages(_MessagesBase):
+    """``client.messages`` of an :class:`AsyncComposedClient`."""
+
+    async def create(self, **params: Any) -> Any:
+        return await self._messages.create(**self._state.prepare(params)[0])
+
+    def stream(self, **params: Any) -> Any:
+        """An ``AsyncMessageStreamManager``: use ``async with client.messages.stream(...) as s``."""
+        return self._messages.stream(**self._state.prepare(params)[0])
+
+    async def parse(self, **params: Any) -> Any:
+        return await self._messages.parse(**self._state.prepare(params)[0])
+
+    async def count_tokens(self, **params: Any) -> Any:
+        return await self._messages.count_tokens(**self._state.prepare(params, breakpoints=False)[0])
+
+
+class _ClientBase:
+    _client: Any
+    _state: _State
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    @property
+    def client(self) -> Any:
+        """The wrapped SDK client."""
+        return self._client
+
+    @property
+    def composer(self) -> Composer:
+        return self._state.composer
+
+    @property
+    def mode(self) -> Mode:
+        return self._state.mode
+
+    @property
+    def task_id(self) -> str:
+        return self._state.task_id
+
+    @property
+    def policy(self) -> Policy:
+        """The promotion policy in force: the wrapper's, else the mode's ``promotion``, else the default."""
+        return self._state.policy
+
+    @property
+    def session(self) -> TaskSession:
+        return self._state.session
+
+    def prompt(self) -> ComposedPrompt:
+        """The composed prompt the next request will carry."""
+        return self._state.prompt()
+
+    def reset_task(self) -> TaskSession:
+        """Start this task afresh: empty FIFO, no pinned prompt, nothing expanded."""
+        return self._state.store.reset(self._state.task_id)
+
+    def record_use(self, tool: str) -> None:
+        """Record an executed tool call (for callers running their own loop over ``messages.create``)."""
+        self._state.session.record_use(tool)
+
+    def answer_fetch(self, tool_input: Mapping[str, Any] | Any) -> FetchResult:
+        """Answer a ``fetch_tool_description`` call in this mode (same access check as everything else)."""
+        return _Loop.fetch(self._state, self._state.session, tool_input)
+
+
+class ComposedClient(_ClientBase):
+    """An ``anthropic.Anthropic`` whose ``messages`` are composed for one task and mode. See :func:`wrap`."""
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        *,
+        composer: Composer | None = None,
+        registry: Registry | None = None,
+        mode: str,
+        task_id: str,
+        store: SessionStore | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self._client = client
+        self._state = _State(
+            composer=composer, registry=registry, mode=mode, task_id=task_id, store=store, policy=policy
+        )
+        self.messages = ComposedMessages(client.messages, self._state)
+
+    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> ComposedClient:
+        """The same client, composer and session store for another task (or mode, or policy)."""
+        other = object.__new__(ComposedClient)
+        other._client = self._client
+        other._state = self._state.derive(task_id=task_id, mode=mode, policy=policy)
+        other.messages = ComposedMessages(self._client.messages, other._state)
+        return other
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> ComposedClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def run(
+        self,
+        task: str | Sequence[Mapping[str, Any]],
+        *,
+        model: str,
+        max_tokens: int = 4096,
+        executors: Mapping[str, ToolExecutor] | None = None,
+        approve: Callable[[PendingCall], bool] | None = None,
+        on_iteration: Callable[[Iteration], None] | None = None,
+        max_iterations: int = 25,
+        stream: bool = False,
+        **params: Any,
+    ) -> LoopResult:
+        """Run the tool loop: request → tool_use → tool_result until the model stops.
+
+        ``task`` is the user's message (or a whole initial message list). ``executors`` maps tool names to
+        callables ``(input) -> output``; ``fetch_tool_description`` is answered here. ``approve`` runs before
+        each tool (``False`` denies it); ``on_iteration`` sees each step. Other keyword arguments (``system``,
+        ``tools``, ``temperature`` …) go to every request. Raises :class:`MaxIterationsError` when the model
+        still asks for tools after ``max_iterations`` requests, and lets SDK errors through with the partial
+        result attached (see :func:`partial_result`).
+        """
+        loop = _Loop(self._state, task, executors, max_iterations, params)
+        for index in range(1, max_iterations + 1):
+            request, prompt = loop.request(model=model, max_tokens=max_tokens)
+            try:
+                if stream:
+                    with self._client.messages.stream(**request) as events:
+                        message = events.get_final_message()
+                else:
+                    message = self._client.messages.create(**request)
+            except anthropic.APIError as exc:
+                exc.loop_result = loop.result  # type: ignore[attr-defined]
+                raise
+            calls = loop.receive(message)
+            records: list[ToolCallRecord] = []
+            for call in calls:
+                record = loop.precheck(call, index)
+                if record is None:
+                    pending = PendingCall(call.id, call.name, call.input, index)
+                    if approve is not None and not approve(pending):
+                        record = loop.denied(call, index)
+                    else:
+                        record = loop.execute_sync(call, index)
+                records.append(record)
+            iteration = loop.answer(index, message, prompt, records)
+            if on_iteration is not None:
+                on_iteration(iteration)
+            if not calls:
+                return loop.result
+        raise loop.exhausted()
+
+
+class AsyncComposedClient(_ClientBase):
+    """An ``anthropic.AsyncAnthropic`` whose ``messages`` are composed for one task and mode."""
+
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        *,
+        composer: Composer | None = None,
+        registry: Registry | None = None,
+        mode: str,
+        task_id: str,
+        store: SessionStore | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self._client = client
+        self._state = _State(
+            composer=composer, registry=registry, mode=mode, task_id=task_id, store=store, policy=policy
+        )
+        self.messages = AsyncComposedMessages(client.messages, self._state)
+
+    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> AsyncComposedClient:
+        other = object.__new__(AsyncComposedClient)
+        other._client = self._client
+        other._state = self._state.derive(task_id=task_id, mode=mode, policy=policy)
+        other.messages = AsyncComposedMessages(self._client.messages, other._state)
+        return other
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> AsyncComposedClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def run(
+        self,
+        task: str | Sequence[Mapping[str, Any]],
+        *,
+        model: str,
+        max_tokens: int = 4096,
+        executors: Mapping[str, ToolExecutor] | None = None,
+        approve: Callable[[PendingCall], bool | Awaitable[bool]] | None = None,
+        on_iteration: Callable[[Iteration], Awaitable[None] | None] | None = None,
+        max_iterations: int = 25,
+        stream: bool = False,
+        **params: Any,
+    ) -> LoopResult:
+        """The async tool loop (see :meth:`ComposedClient.run`). Executors, ``approve`` and ``on_iteration`` may
+        be sync or async; calls of one response are answered one after another, in order. Sync executors run
+        in the event loop's thread: wrap blocking work in ``asyncio.to_thread`` yourself."""
+        loop = _Loop(self._state, task, executors, max_iterations, params)
+        for index in range(1, max_iterations + 1):
+            request, prompt = loop.request(model=model, max_tokens=max_tokens)
+            try:
+                if stream:
+                    async with self._client.messages.stream(**request) as events:
+                        message = await events.get_final_message()
+                else:
+                    message = await self._client.messages.create(**request)
+            except anthropic.APIError as exc:
+                exc.loop_result = loop.result  # type: ignore[attr-defined]
+                raise
+            calls = loop.receive(message)
+            records: list[ToolCallRecord] = []
+            for call in calls:
+                record = loop.precheck(call, index)
+                if record is None:
+                    pending = PendingCall(call.id, call.name, call.input, index)
+                    allowed = True
+                    if approve is not None:
+                        verdict = approve(pending)
+                        allowed = bool(await verdict) if inspect.isawaitable(verdict) else bool(verdict)
+                    record = await loop.execute_async(call, index) if allowed else loop.denied(call, index)
+                records.append(record)
+            iteration = loop.answer(index, message, prompt, records)
+            if on_iteration is not None:
+                seen = on_iteration(iteration)
+                if inspect.isawaitable(seen):
+                    await seen
+            if not calls:
+                return loop.result
+        raise loop.exhausted()
+
+
+def wrap(
+    client: _ClientT,
+    *,
+    composer: Composer | None = None,
+    registry: Registry | None = None,
+    mode: str,
+    task_id: str,
+    store: SessionStore | None = None,
+    policy: Policy | None = None,
+) -> Any:
+    """Wrap ``anthropic.Anthropic`` (→ :class:`ComposedClient`) or ``AsyncAnthropic`` (→ :class:`AsyncComposedClient`).
+
+    ``composer`` (or ``registry``, default: the shipped docs) decides what is composed; ``store`` keeps the task
+    sessions (default: a fresh :class:`InMemorySessionStore`); ``policy`` overrides the mode's promotion policy.
+    """
+    kwargs: dict[str, Any] = {
+        "composer": composer,
+        "registry": registry,
+        "mode": mode,
+        "task_id": task_id,
+        "store": store,
+        "policy": policy,
+    }
+    if isinstance(client, anthropic.AsyncAnthropic):
+        return AsyncComposedClient(client, **kwargs)
+    if isinstance(client, anthropic.Anthropic):
+        return ComposedClient(client, **kwargs)
+    raise TypeError(f"wrap() takes an anthropic.Anthropic or anthropic.AsyncAnthropic, not {type(client).__name__}")
+
+
+# ------------------------------------------------------------------------------------------- the loop
+
+
+@dataclass(frozen=True)
+class _Call:
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+def _output_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _tool_result(call_id: str, texts: Iterable[str], *, is_error: bool = False) -> dict[str, Any]:
+    content = [{"type": "text", "text": text or "(no output)"} for text in texts]
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if is_error:
+        result["is_error"] = True
+    return result
+
+
+class _Loop:
+    """The state of one tool-loop run, shared by the sync and async drivers."""
+
+    def __init__(
+        self,
+        state: _State,
+        task: str | Sequence[Mapping[str, Any]],
+        executors: Mapping[str, ToolExecutor] | None,
+        max_iterations: int,
+        params: Mapping[str, Any],
+    ) -> None:
+        if max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        if state.mode.config.tool_style != "native":
+            raise PromptComposerError(
+                f"the tool loop needs native tool calls; mode {state.mode.slug!r} uses tool_style "
+                f"{state.mode.config.tool_style!r}"
+            )
+        self.state = state
+        self.session = state.session
+        self.executors = dict(executors or {})
+        self.max_iterations = max_iterations
+        self.params = dict(params)
+        tools = self.params.get("tools") or []
+        self.caller_tools = {t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None) for t in tools}
+        initial: list[dict[str, Any]] = (
+            [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
+        )
+        self.result = LoopResult(messages=initial)
+
+    def request(self, *, model: str, max_tokens: int) -> tuple[dict[str, Any], ComposedPrompt]:
+        return self.state.prepare({**self.params, "model": model, "max_tokens": max_tokens,
+                                   "messages": self.result.messages})  # fmt: skip
+
+    def receive(self, message: Message) -> list[_Call]:
+        content = [block.to_dict(mode="json") for block in message.content]
+        self.result.messages.append({"role": "assistant", "content": content})
+        self.result.final_message = message
+        self.result.stop_reason = message.stop_reason
+        self.result.text = "".join(block.text for block in message.content if block.type == "text")
+        if message.stop_reason != "tool_use":
+            return []
+        return [
+            _Call(block.id, block.name, cast(Mapping[str, Any], block.input) if isinstance(block.input, dict) else {})
+            for block in message.content
+            if block.type == "tool_use"
+        ]
+
+    # -- answering one call ------------------------------------------------------------------------
+
+    @staticmethod
+    def fetch(state: _State, session: TaskSession, tool_input: Mapping[str, Any] | Any) -> FetchResult:
+        result = handle_fetch(state.registry, state.mode, tool_input, session=session)
+        if not result.is_error and state.policy == "inline":
+            session.mark_expanded(result.tool)  # its full text is in the conversation now: no inline append
+        return result
+
+    def precheck(self, call: _Call, iteration: int) -> ToolCallRecord | None:
+        """The record of a call answered without running an executor (fetch, refusal), or None to run it."""
+        mode = self.state.mode
+        if call.name == FETCH_TOOL_NAME and call.name not in self.caller_tools:
+            fetched = self.fetch(self.state, self.session, call.input)
+            error = "fetch refused" if fetched.is_error else None
+            return self._record(call, iteration, fetched.content, error, 0.0)
+        if call.name not in self.caller_tools and not mode.allows(call.name):
+            if call.name in self.state.registry.tools:
+                hint = ", ".join(closest_names(call.name, mode.allowed))
+                reason = f"tool {call.name!r} is not available in mode {mode.slug!r}; it was not run"
+                text = f"Error: {reason}. Tools of this mode, closest first: {hint}."
+            else:
+                reason = f"there is no tool named {call.name!r}; nothing was run"
+                text = f"Error: {reason}. Tools of this mode: {', '.join(mode.allowed)}."
+            return self._record(call, iteration, text, reason, 0.0)
+        doc = self.state.registry.tools.get(call.name)
+        if doc is not None and call.name not in self.caller_tools:
+            refusal = mode.check_paths(doc, call.input)
+            if refusal is not None:
+                return self._record(call, iteration, refusal, refusal.removeprefix("Error: "), 0.0)
+        if call.name not in self.executors:
+            reason = f"tool {call.name!r} has no executor here; it was not run"
+            return self._record(call, iteration, f"Error: {reason}.", reason, 0.0)
+        return None
+
+    def denied(self, call: _Call, iteration: int) -> ToolCallRecord:
+        reason = f"the call to {call.name!r} was denied by the user; it was not run"
+        return self._record(call, iteration, f"Error: {reason}.", reason, 0.0)
+
+    def execute_sync(self, call: _Call, iteration: int) -> ToolCallRecord:
+        start = time.perf_counter()
+        try:
+            value = self.executors[call.name](call.input)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+        except Exception as exc:
+            return self._failed(call, iteration, exc, time.perf_counter() - start)
+        return self._executed(call, iteration, value, time.perf_counter() - start)
+
+    async def execute_async(self, call: _Call, iteration: int) -> ToolCallRecord:
+        start = time.perf_counter()
+        try:
+            value = self.executors[call.name](call.input)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            return self._failed(call, iteration, exc, time.perf_counter() - start)
+        return self._executed(call, iteration, value, time.perf_counter() - start)
+
+    def _failed(self, call: _Call, iteration: int, exc: Exception, duration: float) -> ToolCallRecord:
+        detail = str(exc) if isinstance(exc, ExecutorError) else f"{type(exc).__name__}: {exc}"
+        return self._record(call, iteration, f"Error: {call.name} failed: {detail}", detail, duration)
+
+    def _executed(self, call: _Call, iteration: int, value: Any, duration: float) -> ToolCallRecord:
+        """A successful call: recorded in the FIFO; under ``inline`` maybe expanded once."""
+        output = _output_text(value)
+        self.session.record_use(call.name)
+        expanded = False
+        if (
+            self.state.policy == "inline"
+            and call.name in self.state.registry.tools
+            and call.name in self.state.prompt(self.session).brief
+            and self.session.mark_expanded(call.name)
+        ):
+            expanded = True
+        return ToolCallRecord(
+            call.id, call.name, call.input, output, False, None, duration, iteration, executed=True, expanded=expanded
+        )
+
+    @staticmethod
+    def _record(call: _Call, iteration: int, text: str, error: str | None, duration: float) -> ToolCallRecord:
+        return ToolCallRecord(call.id, call.name, call.input, text, error is not None, error, duration, iteration)
+
+    # -- closing one iteration ---------------------------------------------------------------------
+
+    def answer(self, index: int, message: Message, prompt: ComposedPrompt, records: list[ToolCallRecord]) -> Iteration:
+        if records:
+            results = []
+            for record in records:
+                texts = [record.output]
+                if record.expanded:
+                    texts.append(inline_text(self.state.registry, record.name))
+                results.append(_tool_result(record.id, texts, is_error=record.is_error))
+            self.result.messages.append({"role": "user", "content": results})
+        iteration = Iteration(index, message, TokenUsage.of(message.usage), tuple(records), prompt)
+        self.result.iterations.append(iteration)
+        return iteration
+
+    def exhausted(self) -> MaxIterationsError:
+        return MaxIterationsError(
+            f"the model still asked for tools after max_iterations={self.max_iterations} requests "
+            f"({len(self.result.tool_calls)} tool calls answered); the partial result is on .result",
+            self.result,
+        )
+
+
+def inline_text(registry: Registry, tool: str) -> str:
+    """The text block the inline policy appends after a tool's first executed result."""
+    return (
+        f"[prompt-composer] Full documentation of `{tool}`, shown once because this is its first use in the task:"
+        f"\n\n{fetch_tool_doc(registry.tool(tool))}"
+    )
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
