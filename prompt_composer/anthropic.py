@@ -40,7 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, TypeVar, cast
 
 import anthropic
 from anthropic.types import Message
@@ -48,8 +48,9 @@ from anthropic.types import Message
 from .composer import ComposedPrompt, Composer
 from .errors import PromptComposerError
 from .executors import ExecutorError, ToolExecutor
-from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, fetch_tool_doc, handle_fetch
-from .modes import Mode, PromotionPolicy
+from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, handle_fetch
+from .modes import Mode
+from .promotion import DEFAULT_POLICY, POLICIES, Policy, inline_text
 from .registry import Registry, load_registry
 from .session import InMemorySessionStore, SessionStore, TaskSession
 
@@ -66,15 +67,11 @@ __all__ = [
     "TokenUsage",
     "ToolCallRecord",
     "ToolLoopError",
+    "inline_text",
     "partial_result",
     "wrap",
 ]
 
-Policy = PromotionPolicy
-POLICIES: tuple[Policy, ...] = get_args(Policy)
-# Chosen by the cost replay (prompt_composer.replay, README "Promotion policies"): as cheap as task_start
-# whenever the model fetches before a first use, and the full text still reaches the model when it does not.
-DEFAULT_POLICY: Policy = "inline"
 MAX_BREAKPOINTS = 4  # the Messages API allows at most four cache_control breakpoints per request
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
@@ -845,14 +842,6 @@ class _Loop:
             f"({len(self.result.tool_calls)} tool calls answered); the partial result is on .result",
             self.result,
         )
-
-
-def inline_text(registry: Registry, tool: str) -> str:
-    """The text block the inline policy appends after a tool's first executed result."""
-    return (
-        f"[prompt-composer] Full documentation of `{tool}`, shown once because this is its first use in the task:"
-        f"\n\n{fetch_tool_doc(registry.tool(tool))}"
-    )
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

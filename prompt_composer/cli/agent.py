@@ -1,0 +1,126 @@
+"""Agent subcommands: ``run`` (the tool loop against the Messages API) and ``replay`` (the policy cost replay)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from typing import Any
+
+from ..composer import Composer
+from ..promotion import POLICIES
+from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
+from .core import registry_of
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="run the tool loop on a task against the Messages API (read-only executors)")
+    p.add_argument("--mode", required=True)
+    p.add_argument("--task", required=True, help="the user's task message")
+    p.add_argument("--base-url", default=None, help="Messages API base URL (default: the SDK's, or ANTHROPIC_BASE_URL)")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--workspace", default=".", help="folder the read-only tools may read (default: .)")
+    p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
+    p.add_argument("--max-iterations", type=int, default=25)
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("replay", help="replay tool-use sequences through each promotion policy and price them")
+    p.add_argument("--traces", metavar="FILE", help="JSONL traces (SWE-agent format); default: own sequences")
+    p.add_argument("--mode", action="append", help="replay in this mode (repeatable; default: every mode)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--no-fetch", action="store_true", help="assume the model uses a brief tool without fetching")
+    p.add_argument("--result-tokens", type=int, default=ReplayParams.result_tokens, help="tokens per tool result")
+    p.set_defaults(handler=cmd_replay)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import anthropic  # only this subcommand needs the SDK
+
+    from ..anthropic import ComposedClient, MaxIterationsError, partial_result
+    from ..executors import ExecutorError, workspace_executors
+
+    registry = registry_of(args)
+    registry.mode(args.mode)  # unknown mode: exit 2 before any request
+    try:
+        executors = workspace_executors(args.workspace)
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sdk = anthropic.Anthropic(base_url=args.base_url)
+    except anthropic.AnthropicError as exc:  # e.g. no API key
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with sdk:
+        client = ComposedClient(
+            sdk, registry=registry, mode=args.mode, task_id=f"run-{uuid.uuid4().hex[:12]}", policy=args.policy
+        )
+        try:
+            result = client.run(
+                args.task,
+                model=args.model,
+                max_tokens=args.max_tokens,
+                executors=executors,
+                max_iterations=args.max_iterations,
+            )
+            code = 0
+        except (MaxIterationsError, anthropic.APIError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            partial = partial_result(exc)
+            if partial is None:
+                return 1
+            result, code = partial, 1
+    if args.format == "json":
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+        return code
+    for call in result.tool_calls:
+        status = "error" if call.is_error else "ok"
+        print(f"# {call.name} {json.dumps(dict(call.input), ensure_ascii=False)} → {status}", file=sys.stderr)
+    if result.text:
+        print(result.text)
+    usage = result.usage
+    print(
+        f"# {len(result.iterations)} iterations, {len(result.tool_calls)} tool calls, policy {client.policy}; "
+        f"tokens: input {usage.input_tokens}, output {usage.output_tokens}, cache write "
+        f"{usage.cache_creation_input_tokens}, cache read {usage.cache_read_input_tokens}",
+        file=sys.stderr,
+    )
+    return code
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    composer = Composer(registry_of(args))
+    modes = args.mode or list(composer.registry.modes)
+    for slug in modes:
+        composer.registry.mode(slug)
+    params = ReplayParams(fetch_first_use=not args.no_fetch, result_tokens=args.result_tokens)
+    separate: ReplayReport | None = None
+    if args.traces:
+        tasks = load_traces(args.traces)
+        main_tasks, other = split_by_model(tasks, SEPARATE_MODEL)
+        report = replay(composer, main_tasks, modes, params=params, label=f"{args.traces} (without {SEPARATE_MODEL})")
+        if other:
+            separate = replay(composer, other, modes, params=params, label=f"{args.traces} ({SEPARATE_MODEL} only)")
+    else:
+        report = synthetic_replay(composer, modes, params=params)
+    if args.format == "json":
+        payload = report.as_dict()
+        if separate is not None:
+            payload[SEPARATE_MODEL] = separate.as_dict()
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(report.to_table())
+    if len(modes) > 1:
+        for sub in report.per_mode.values():
+            print()
+            print(sub.to_table())
+    if separate is not None:
+        print()
+        print(separate.to_table())
+    return 0
