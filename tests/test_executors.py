@@ -1,0 +1,115 @@
+"""The built-in read-only executors: what they return, and that nothing outside the workspace is reachable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prompt_composer.executors import READ_ONLY_TOOLS, ExecutorError, Workspace, workspace_executors
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "a.py").write_text("import os\n\ndef main():\n    return os.getcwd()\n")
+    (root / "src" / "b.txt").write_text("hello\nworld\n")
+    (root / "README.md").write_text("# Title\nmain entry\n")
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("main = secret\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("main secret\n")
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "escape.txt").symlink_to(outside / "secret.txt")
+    (root / "inner.txt").symlink_to(root / "src" / "b.txt")
+    return root
+
+
+def test_the_four_read_only_tools(tree: Path) -> None:
+    assert set(workspace_executors(tree)) == set(READ_ONLY_TOOLS)
+
+
+def test_read_file_numbers_lines_and_honours_ranges(tree: Path) -> None:
+    ws = Workspace(tree)
+    assert ws.read_file({"path": "src/pkg/a.py"}) == "1 | import os\n2 | \n3 | def main():\n4 |     return os.getcwd()"
+    assert ws.read_file({"path": "src/pkg/a.py", "start_line": 3, "end_line": 3}) == "3 | def main():"
+    assert ws.read_file({"path": "inner.txt"}) == "1 | hello\n2 | world"  # a symlink that stays inside
+    assert ws.read_file({"path": "src/../README.md"}) == "1 | # Title\n2 | main entry"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "message"),
+    [
+        ({"path": "../outside/secret.txt"}, "outside the workspace"),
+        ({"path": "/etc/passwd"}, "absolute"),
+        ({"path": "escape.txt"}, "outside the workspace"),
+        ({"path": "escape/secret.txt"}, "outside the workspace"),
+        ({"path": "missing.txt"}, "no such file"),
+        ({"path": "src"}, "not a file"),
+        ({"path": "blob.bin"}, "binary"),
+        ({"path": ""}, "required"),
+        ({"path": "README.md", "start_line": 0}, "integer"),
+        ({"path": "README.md", "start_line": 2, "end_line": 1}, "before start_line"),
+    ],
+)
+def test_read_file_refusals(tree: Path, tool_input: dict[str, object], message: str) -> None:
+    with pytest.raises(ExecutorError, match=message):
+        Workspace(tree).read_file(tool_input)
+
+
+def test_list_files_marks_directories_and_skips_links_that_leave(tree: Path) -> None:
+    ws = Workspace(tree)
+    top = ws.list_files({"path": "."}).splitlines()
+    assert top == [".git/", "README.md", "blob.bin", "inner.txt", "src/"]
+    deep = ws.list_files({"path": "src", "recursive": True}).splitlines()
+    assert deep == ["src/b.txt", "src/pkg/", "src/pkg/a.py"]
+    everything = ws.list_files({"path": ".", "recursive": True})
+    assert "secret" not in everything
+    assert ".git/config" not in everything
+    with pytest.raises(ExecutorError, match="outside"):
+        ws.list_files({"path": "escape"})
+    with pytest.raises(ExecutorError, match="outside"):
+        ws.list_files({"path": ".."})
+
+
+def test_glob_matches_inside_only(tree: Path) -> None:
+    ws = Workspace(tree)
+    assert ws.glob({"pattern": "**/*.py"}) == "src/pkg/a.py"
+    assert ws.glob({"pattern": "*.txt", "path": "src"}) == "src/b.txt"
+    assert "secret" not in ws.glob({"pattern": "**/*.txt"})
+    assert ws.glob({"pattern": "*.rs"}) == "no files match '*.rs'"
+    with pytest.raises(ExecutorError, match="must not contain"):
+        ws.glob({"pattern": "../outside/*"})
+    with pytest.raises(ExecutorError, match="must be relative"):
+        ws.glob({"pattern": "/etc/*"})
+
+
+def test_search_files_finds_lines_and_stays_inside(tree: Path) -> None:
+    ws = Workspace(tree)
+    found = ws.search_files({"path": ".", "regex": "main"}).splitlines()
+    assert found == ["README.md:2: main entry", "src/pkg/a.py:3: def main():"]
+    assert (
+        ws.search_files({"path": ".", "regex": "(?i)HELLO", "file_pattern": "*.txt"})
+        == "inner.txt:1: hello\nsrc/b.txt:1: hello"
+    )
+    assert ws.search_files({"path": "src/pkg/a.py", "regex": "os"}).count("\n") == 1
+    assert ws.search_files({"path": ".", "regex": "zzz"}) == "no matches for 'zzz'"
+    with pytest.raises(ExecutorError, match="invalid regex"):
+        ws.search_files({"path": ".", "regex": "("})
+    with pytest.raises(ExecutorError, match="outside"):
+        ws.search_files({"path": "escape", "regex": "main"})
+
+
+def test_limits_are_stated_in_the_output(tree: Path) -> None:
+    ws = Workspace(tree, max_entries=2, max_matches=1, max_bytes=10)
+    assert ws.list_files({"path": "."}).endswith("[stopped after 2 entries]")
+    assert ws.search_files({"path": ".", "regex": "o"}).endswith("[stopped after 1 matches]")
+    assert ws.read_file({"path": "src/b.txt"}).endswith("[truncated: the file is larger than 10 bytes]")
+
+
+def test_workspace_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ExecutorError, match="not a directory"):
+        Workspace(tmp_path / "nope")
