@@ -13,7 +13,7 @@ from ..promotion import POLICIES
 from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 from .core import registry_of
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
 
 
@@ -56,6 +56,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sdk = anthropic.Anthropic(base_url=args.base_url)
     except anthropic.AnthropicError as exc:  # e.g. no API key
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not sdk.api_key and not sdk.auth_token:
+        sdk.close()
+        print("error: no API key: set ANTHROPIC_API_KEY", file=sys.stderr)
         return 2
     with sdk:
         client = ComposedClient(

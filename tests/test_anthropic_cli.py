@@ -1,0 +1,117 @@
+"""``prompt-composer run`` against the scripted server, on the shipped docs; and the README example."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prompt_composer import Composer, Registry
+from prompt_composer.cli import main
+from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\n")
+    (tmp_path / "secret.txt").write_text("secret\n")
+    return root
+
+
+def test_run_json_on_the_shipped_code_mode(
+    workspace: Path, shipped: Registry, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    script = [
+        tool_use_reply(("c1", "read_file", {"path": "README.md"}), usage=Usage(100, 10, 80, 0)),
+        tool_use_reply(
+            ("c2", "read_file", {"path": "../secret.txt"}),
+            ("c3", "list_files", {"path": "."}),
+            ("c4", "execute_command", {"command": "rm -rf /"}),
+            usage=Usage(20, 5, 0, 90),
+        ),
+        tool_use_reply(("c5", "glob", {"pattern": "*.md"}), usage=Usage(30, 6, 10, 95)),
+        text_reply("It is a demo.", usage=Usage(40, 7, 0, 100)),
+    ]
+    with ScriptedMessagesServer(script) as server:
+        code = main(
+            ["run", "--mode", "code", "--task", "What is here?", "--base-url", server.base_url,
+             "--workspace", str(workspace), "--policy", "inline", "--format", "json"]
+        )  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["text"] == "It is a demo."
+    assert out["iterations"] == 4
+    assert out["tool_calls"] == [
+        {"name": "read_file", "input": {"path": "README.md"}, "is_error": False},
+        {"name": "read_file", "input": {"path": "../secret.txt"}, "is_error": True},
+        {"name": "list_files", "input": {"path": "."}, "is_error": False},
+        {"name": "execute_command", "input": {"command": "rm -rf /"}, "is_error": True},
+        {"name": "glob", "input": {"pattern": "*.md"}, "is_error": False},
+    ]
+    assert out["usage"] == {
+        "input_tokens": 190,
+        "output_tokens": 28,
+        "cache_creation_input_tokens": 90,
+        "cache_read_input_tokens": 285,
+    }
+    bodies = [r.body for r in server.requests]
+    assert bodies[0]["messages"][0]["content"][0]["text"] == "What is here?"
+    assert server.requests[0].headers["authorization"] == "Bearer test-key"
+    composed = Composer(shipped).compose("code")
+    sent = [{k: v for k, v in t.items() if k != "cache_control"} for t in bodies[0]["tools"]]
+    assert sent == list(composed.tools)
+    assert all(b["tools"] == bodies[0]["tools"] for b in bodies)  # inline: fixed for the task
+    results = bodies[2]["messages"][-1]["content"]
+    assert "outside the workspace" in results[0]["content"][0]["text"]
+    assert results[2]["content"][0]["text"] == "Error: tool 'execute_command' has no executor here; it was not run."
+    # glob is brief in code mode: its first executed result carries its full text once
+    glob_result = bodies[3]["messages"][-1]["content"][0]["content"]
+    assert glob_result[0]["text"] == "README.md"
+    assert shipped.tools["glob"].full in glob_result[1]["text"]
+
+
+def test_run_text_output_and_errors(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with ScriptedMessagesServer([tool_use_reply(("c1", "list_files", {"path": "."}))] * 2) as server:
+        args = ["run", "--mode", "code", "--task", "t", "--base-url", server.base_url, "--workspace", str(workspace)]
+        assert main([*args, "--max-iterations", "2"]) == 1
+    captured = capsys.readouterr()
+    assert "max_iterations=2" in captured.err
+    assert "# list_files" in captured.err
+    assert main(["run", "--mode", "nope", "--task", "t"]) == 2
+    assert main(["run", "--mode", "code", "--task", "t", "--workspace", str(workspace / "missing")]) == 2
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with ScriptedMessagesServer([text_reply("x")]) as server:
+        code = main(["run", "--mode", "code", "--task", "t", "--base-url", server.base_url])
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert server.requests == []
+
+
+@pytest.mark.slow
+def test_the_readme_example_runs_with_one_command() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "examples/agent_loop.py"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "iteration 1: ['list_files']" in done.stdout
+    assert "This is the prompt-composer project" in done.stdout
