@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from .errors import Problem
 
@@ -21,10 +22,12 @@ __all__ = [
     "BRIEF_MAX_SENTENCES",
     "BRIEF_MAX_WORDS",
     "NAME_PATTERN",
+    "GroupDoc",
     "Origin",
     "ToolDoc",
     "count_sentences",
     "count_words",
+    "load_group_file",
     "load_tool_file",
 ]
 
@@ -49,6 +52,11 @@ def count_sentences(text: str) -> int:
     ends = list(_SENTENCE_END.finditer(text))
     trailing = text[ends[-1].end() :].strip() if ends else text
     return len(ends) + (1 if trailing else 0)
+
+
+def _schema_error(message: str, *at: str | int) -> PydanticCustomError:
+    """A schema problem that remembers where inside the schema it is, so it is reported at that line."""
+    return PydanticCustomError("schema", message.replace("{", "{{").replace("}", "}}"), {"at": at})
 
 
 class Origin(BaseModel):
@@ -89,16 +97,19 @@ class ToolDoc(BaseModel):
     @classmethod
     def _object_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
         if schema.get("type") != "object":
-            raise ValueError(f"input_schema must have type: object (got {schema.get('type')!r})")
+            raise _schema_error(f"must be 'object' (got {schema.get('type')!r})", "type")
         properties = schema.get("properties", {})
-        if not isinstance(properties, dict) or not all(isinstance(v, dict) for v in properties.values()):
-            raise ValueError("input_schema.properties must map each parameter name to a schema object")
+        if not isinstance(properties, dict):
+            raise _schema_error("must map each parameter name to a schema object", "properties")
+        for name, sub in properties.items():
+            if not isinstance(sub, dict):
+                raise _schema_error("must be a schema object", "properties", name)
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            raise ValueError("input_schema.required must be a list of parameter names")
-        missing = [r for r in required if r not in properties]
-        if missing:
-            raise ValueError(f"input_schema.required names undefined parameters: {', '.join(missing)}")
+            raise _schema_error("must be a list of parameter names", "required")
+        for index, name in enumerate(required):
+            if name not in properties:
+                raise _schema_error(f"names undefined parameter {name!r}", "required", index)
         return schema
 
     @field_validator("queries")
@@ -118,20 +129,46 @@ class ToolDoc(BaseModel):
 LineMap = dict[tuple[str | int, ...], int]
 
 
-def _walk(node: yaml.Node, path: tuple[str | int, ...], lines: LineMap, dupes: list[tuple[str, int]]) -> None:
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _walk(
+    node: yaml.Node,
+    path: tuple[str | int, ...],
+    lines: LineMap,
+    problems: list[tuple[str, int]],
+    ancestors: frozenset[int] = frozenset(),
+    visited: set[int] | None = None,
+) -> None:
+    """Record the line of every key path; collect duplicate keys, non-string keys and recursive aliases.
+
+    Each node is walked once (an alias points at a node already walked), so "billion laughs" files stay cheap.
+    """
+    visited = set() if visited is None else visited
     lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in ancestors:
+        problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
+        return
+    if id(node) in visited:
+        return
+    visited.add(id(node))
+    inner = ancestors | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
             key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
+                problems.append((f"key {key!r} must be a string (quote it)", line))
+                continue
             if key in seen:
-                dupes.append((".".join(map(str, (*path, key))), key_node.start_mark.line + 1))
+                problems.append((f"duplicate key {'.'.join(map(str, (*path, key)))!r}", line))
             seen.add(key)
-            lines[(*path, key)] = key_node.start_mark.line + 1
-            _walk(value_node, (*path, key), lines, dupes)
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, problems, inner, visited)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*path, index), lines, dupes)
+            _walk(item, (*path, index), lines, problems, inner, visited)
 
 
 def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
@@ -146,19 +183,25 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
         if node is None:
             return None, {}, [Problem(path, 1, "file is empty")]
         lines: LineMap = {}
-        dupes: list[tuple[str, int]] = []
-        _walk(node, (), lines, dupes)
+        found: list[tuple[str, int]] = []
+        _walk(node, (), lines, found)
+        if found:  # constructing a recursive or non-string-keyed document would fail or mislead
+            return None, lines, [Problem(path, line, message) for message, line in found]
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        return None, {}, [Problem(path, line, f"invalid YAML: {exc.problem or exc}")]
+        message = f"invalid YAML: {exc.problem or exc}"
+        if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+            message += f" ({exc.context} at line {exc.context_mark.line + 1})"
+        return None, {}, [Problem(path, line, message)]
     except yaml.YAMLError as exc:
         return None, {}, [Problem(path, 1, f"invalid YAML: {exc}")]
+    except RecursionError:
+        return None, {}, [Problem(path, 1, "invalid YAML: nested too deeply")]
     finally:
         loader.dispose()
-    problems = [Problem(path, line, f"duplicate key {key!r}") for key, line in dupes]
-    return data, lines, problems
+    return data, lines, []
 
 
 def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
@@ -175,7 +218,7 @@ M = TypeVar("M", bound=BaseModel)
 def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> Iterator[Problem]:
     """One readable problem per pydantic error, located at the offending key's line."""
     for err in error.errors():
-        loc = tuple(err["loc"])
+        loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
         field = ".".join(str(part) for part in loc) or "(document)"
         kind = err["type"]
         if kind == "extra_forbidden":
@@ -212,3 +255,25 @@ def load_tool_file(path: Path) -> tuple[ToolDoc | None, list[Problem]]:
         )
         doc = None
     return doc, problems
+
+
+class GroupDoc(BaseModel):
+    """Workflow guidance for one tool group (``tool_docs/groups/<name>.yaml``), shown by tool_search beside
+    the group's tools."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    workflow: str = Field(min_length=1)
+    description: str = ""
+
+
+def load_group_file(path: Path) -> tuple[GroupDoc | None, list[Problem]]:
+    """Load one group doc; its ``name`` must equal the file's stem."""
+    group, lines, problems = load_model(path, GroupDoc)
+    if group is not None and group.name != path.stem:
+        problems.append(
+            Problem(path, line_of(lines, ("name",)), f"name {group.name!r} must equal the file name {path.stem!r}")
+        )
+        group = None
+    return group, problems

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
 from .docs import LineMap, ToolDoc, line_of, load_model
 from .errors import Problem
@@ -62,8 +62,8 @@ class ModeConfig(BaseModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     permanent: tuple[str, ...] = ()
-    recent_size: int = Field(ge=0)
-    budget_tokens: int = Field(gt=0)
+    recent_size: StrictInt = Field(ge=0)  # strict: `true` or "2" are mistakes, not 1 and 2
+    budget_tokens: StrictInt = Field(gt=0)
     tool_style: ToolStyle = "native"
     custom_instructions: str = ""
     # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.
