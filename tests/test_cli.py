@@ -106,7 +106,9 @@ def _copy_docs_with_budget(tmp_path: Path, mode: str, budget: int) -> Path:
     target = tmp_path / "docs"
     shutil.copytree(default_docs_dir(), target)
     path = target / "modes" / f"{mode}.yaml"
-    lines = [f"budget_tokens: {budget}" if ln.startswith("budget_tokens:") else ln for ln in path.read_text().splitlines()]
+    lines = [
+        f"budget_tokens: {budget}" if ln.startswith("budget_tokens:") else ln for ln in path.read_text().splitlines()
+    ]
     path.write_text("\n".join(lines) + "\n")
     return target
 
@@ -122,7 +124,14 @@ def test_audit_check_fails_on_a_budget_breach(capsys: pytest.CaptureFixture[str]
 
 def test_bad_folder_refuses_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "broken.yaml").write_text("name: broken\ngroup: read\nbrief: ok.\n")
-    for argv in (["validate"], ["modes"], ["tools"], ["compose", "--mode", "x"], ["audit"], ["fetch", "a", "--mode", "x"]):
+    for argv in (
+        ["validate"],
+        ["modes"],
+        ["tools"],
+        ["compose", "--mode", "x"],
+        ["audit"],
+        ["fetch", "a", "--mode", "x"],
+    ):
         code, out, err = run(capsys, "--docs", str(tmp_path), *argv)
         assert code == 2, argv
         assert out == ""

@@ -153,7 +153,14 @@ def test_context_fills_optional_slots(mini_registry: Registry) -> None:
     ).compose("code")
     assert "- github: Issues and PRs" in rich.system
     assert "OS: Linux" in rich.system
-    sections = ["You are the code agent.", "\nTOOL USE\n", "MCP SERVERS", "\nMODES\n", "\nRULES\n", "SYSTEM INFORMATION"]
+    sections = [
+        "You are the code agent.",
+        "\nTOOL USE\n",
+        "MCP SERVERS",
+        "\nMODES\n",
+        "\nRULES\n",
+        "SYSTEM INFORMATION",
+    ]
     positions = [rich.system.index(s) for s in sections]
     assert positions == sorted(positions)
 

@@ -17,7 +17,18 @@ def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
     pytest.importorskip("hatchling")
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
