@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 from cachetools import LRUCache
 
+from .discovery import TOOL_SEARCH_NAME, tool_search_definition
 from .docs import ToolDoc
 from .fetch import FETCH_TOOL_NAME, fetch_tool_definition, fetch_tool_doc
 from .modes import Mode
@@ -102,6 +103,9 @@ class ComposedPrompt:
     recent: tuple[str, ...]
     tokens: TokenCounts
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Discovery modes only: the tools tool_search activated in this task, in discovery order.
+    discovered: tuple[str, ...] = ()
+    discovery: bool = False
 
     @property
     def system(self) -> str:
@@ -121,6 +125,7 @@ class ComposedPrompt:
             "system": self.system,
             "tools": [json.loads(json.dumps(t)) for t in self.tools],
             "tokens": self.tokens.as_dict(),
+            **({"discovered": list(self.discovered)} if self.discovery else {}),
         }
 
 
@@ -213,6 +218,8 @@ class Composer:
     ) -> ComposedPrompt:
         """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``)."""
         resolved = self._mode(mode)
+        if resolved.config.discovery:
+            return self.compose_discovery(resolved, session.discovered(resolved) if session is not None else ())
         if recent is None:
             view = session.recent(resolved) if session is not None else ()
         else:
@@ -223,6 +230,28 @@ class Composer:
         if hit is not None:
             return hit
         prompt = self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view)
+        with self._lock:
+            self._cache[key] = prompt
+        return prompt
+
+    def compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
+        """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
+        list only grows at its end), then ``tool_search`` and ``fetch_tool_description``. All listed tools are
+        in full; tools the mode does not allow, and permanent ones, are dropped from ``discovered``."""
+        resolved = self._mode(mode)
+        permanent = set(resolved.permanent)
+        seen: set[str] = set()
+        view: list[str] = []
+        for name in discovered:
+            if resolved.allows(name) and name not in permanent and name not in seen:
+                seen.add(name)
+                view.append(name)
+        key = (self.registry.fingerprint, resolved.slug, ("\0discovery", *view))
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        prompt = self.render(resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view))
         with self._lock:
             self._cache[key] = prompt
         return prompt
@@ -259,9 +288,16 @@ class Composer:
         full: frozenset[str],
         recent: tuple[str, ...],
         include_fetch: bool = True,
+        discovered: tuple[str, ...] | None = None,
     ) -> ComposedPrompt:
-        """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view."""
+        """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
+
+        ``discovered`` (discovery modes) limits the tools to the permanent ones and those, see
+        :meth:`compose_discovery`."""
+        discovery = discovered is not None
         allowed = mode.allowed
+        if discovered is not None:
+            allowed = (*(n for n in mode.allowed if n in set(mode.permanent)), *discovered)
         full_names = tuple(n for n in allowed if n in full)
         brief_names = tuple(n for n in allowed if n not in full)
         style = mode.config.tool_style
@@ -279,13 +315,23 @@ class Composer:
             full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
         else:
             full_docs = [self._views[n] for n in catalog_full]
+        if discovered is not None:
+            # Discovered tools change within a task: in text style their docs go last, after the stable part.
+            catalog_full = [n for n in allowed if n not in discovered]
+            catalog_brief = []
+            recent = discovered
+            full_docs = [self._views[n] for n in catalog_full]
+            if text_style:
+                full_docs += [_view(_search_doc()), *([fetch_view] if fetch_view else [])]
         values = {
             **self._context,
             "mode": mode.config,
             "style": style,
             "fetch_available": include_fetch,
             # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.
-            "expandable": any(n not in permanent for n in allowed),
+            "expandable": not discovery and any(n not in permanent for n in allowed),
+            "discovery": discovery,
+            "discovery_total": len(mode.allowed),
             "full_tools": full_names,
             "brief_tools": brief_names,
             "full_docs": full_docs,
@@ -303,6 +349,10 @@ class Composer:
                 definition, n_tokens = self._definition(name, full=name in full)
                 native.append(definition)
                 tool_tokens += n_tokens
+            if discovery:
+                search = tool_search_definition(mode)
+                native.append(search)
+                tool_tokens += count_tools(self.counter, [search])
             if include_fetch:
                 fetch = fetch_tool_definition(mode)
                 native.append(fetch)
@@ -318,8 +368,10 @@ class Composer:
             tools=tuple(native),
             full=full_names,
             brief=brief_names,
-            recent=recent,
+            recent=() if discovery else recent,
             tokens=tokens,
+            discovered=discovered or (),
+            discovery=discovery,
         )
 
     def _definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
@@ -351,5 +403,16 @@ def _fetch_doc(mode: Mode) -> ToolDoc:
         group="prompt-composer",
         brief=definition["description"],
         full=f"## {FETCH_TOOL_NAME}\n{definition['description']}",
+        input_schema=definition["input_schema"],
+    )
+
+
+def _search_doc() -> ToolDoc:
+    definition = tool_search_definition()
+    return ToolDoc(
+        name=TOOL_SEARCH_NAME,
+        group="prompt-composer",
+        brief=definition["description"],
+        full=f"## {TOOL_SEARCH_NAME}\n{definition['description']}",
         input_schema=definition["input_schema"],
     )

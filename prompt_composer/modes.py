@@ -70,6 +70,9 @@ class ModeConfig(BaseModel):
     file_restrictions: dict[str, FileRestriction] = Field(default_factory=dict)
     # Optional: when a recent-use FIFO change reaches the prompt (see prompt_composer.anthropic); None = default.
     promotion: PromotionPolicy | None = None
+    # Optional: start with the permanent tools, tool_search and fetch_tool_description only; the tools a
+    # search returns join the tool list for the rest of the task (prompt_composer.discovery).
+    discovery: bool = False
 
     @field_validator("file_restrictions")
     @classmethod

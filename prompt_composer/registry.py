@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
-from .docs import ToolDoc, load_tool_file
+from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .errors import LoadError, Problem, UnknownModeError, UnknownToolError
 from .modes import Mode, ModeConfig, load_mode_file, resolve_mode
 
@@ -33,10 +34,17 @@ class Registry:
     modes: Mapping[str, Mode]
     fingerprint: str
     root: Path | None = None
+    # Optional workflow guidance per tool group (``groups/<group>.yaml``); a folder without it has none.
+    groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def from_docs(
-        cls, tools: Iterable[ToolDoc], modes: Iterable[ModeConfig] = (), *, root: Path | None = None
+        cls,
+        tools: Iterable[ToolDoc],
+        modes: Iterable[ModeConfig] = (),
+        *,
+        root: Path | None = None,
+        groups: Iterable[GroupDoc] = (),
     ) -> Registry:
         """Build a registry from models in memory (raises :class:`LoadError` like loading does)."""
         by_name: dict[str, ToolDoc] = {}
@@ -53,20 +61,34 @@ class Registry:
                 problems.append(Problem(Path(f"<mode {config.slug}>"), 1, f"duplicate mode slug {config.slug!r}"))
             if mode is not None:
                 resolved[config.slug] = mode
+        group_docs: dict[str, GroupDoc] = {}
+        for group in groups:
+            if group.name in group_docs:
+                problems.append(Problem(Path(f"<group {group.name}>"), 1, f"duplicate group {group.name!r}"))
+            group_docs[group.name] = group
         if problems:
             raise LoadError(problems)
-        return cls._build(by_name, resolved, root)
+        return cls._build(by_name, resolved, root, group_docs)
 
     @classmethod
-    def _build(cls, tools: dict[str, ToolDoc], modes: dict[str, Mode], root: Path | None) -> Registry:
+    def _build(
+        cls,
+        tools: dict[str, ToolDoc],
+        modes: dict[str, Mode],
+        root: Path | None,
+        groups: dict[str, GroupDoc] | None = None,
+    ) -> Registry:
         tools = dict(sorted(tools.items()))
         modes = dict(sorted(modes.items()))
-        payload = {
+        groups = dict(sorted((groups or {}).items()))
+        payload: dict[str, Any] = {
             "tools": [doc.model_dump(mode="json") for doc in tools.values()],
             "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
         }
+        if groups:  # only when present, so folders without groups/ keep their fingerprint
+            payload["groups"] = [group.model_dump(mode="json") for group in groups.values()]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root)
+        return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root, MappingProxyType(groups))
 
     def mode(self, slug: str) -> Mode:
         try:
@@ -82,7 +104,8 @@ class Registry:
 
 
 def load_registry(directory: str | Path | None = None) -> Registry:
-    """Load ``directory/*.yaml`` (tools) and ``directory/modes/*.yaml`` (modes), all or nothing.
+    """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes) and the optional
+    ``directory/groups/*.yaml`` (group workflows), all or nothing.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
     registry is returned. A folder without ``modes/`` is a registry with zero modes.
@@ -117,6 +140,16 @@ def load_registry(directory: str | Path | None = None) -> Registry:
             if config.slug in modes:
                 problems.append(Problem(path, 1, f"duplicate mode slug {config.slug!r}"))
             modes[config.slug] = mode
+    groups: dict[str, GroupDoc] = {}
+    group_dir = root / "groups"
+    group_files = sorted([*group_dir.glob("*.yaml"), *group_dir.glob("*.yml")]) if group_dir.is_dir() else []
+    for path in group_files:
+        group, group_problems = load_group_file(path)
+        problems += group_problems
+        if group is not None:
+            if group.name in groups:
+                problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
+            groups[group.name] = group
     if problems:
         raise LoadError(problems)
-    return Registry._build(tools, modes, root)
+    return Registry._build(tools, modes, root, groups)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["InMemorySessionStore", "SessionStore", "TaskSession"]
 
 DEFAULT_HISTORY = 64
+DEFAULT_DISCOVERED = 32  # tools a task may activate through tool_search
 
 
 class TaskSession:
@@ -27,9 +28,16 @@ class TaskSession:
     so switching modes keeps the history.
     """
 
-    def __init__(self, task_id: str = "", *, history_limit: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self, task_id: str = "", *, history_limit: int = DEFAULT_HISTORY, discovery_limit: int = DEFAULT_DISCOVERED
+    ) -> None:
         if history_limit < 1:
             raise ValueError("history_limit must be at least 1")
+        if discovery_limit < 0:
+            raise ValueError("discovery_limit must be at least 0")
+        self.discovery_limit = discovery_limit
+        # Tools activated by tool_search, in discovery order (never reordered: the tool list grows at its end).
+        self._discovered: dict[str, None] = {}
         self.task_id = task_id
         self.history_limit = history_limit
         # dict keeps insertion order: delete + insert moves a tool to the newest end in O(1).
@@ -103,6 +111,28 @@ class TaskSession:
             self._history.clear()
             self._pinned.clear()
             self._expanded.clear()
+            self._discovered.clear()
+
+    def discover(self, tools: Iterable[str]) -> tuple[str, ...]:
+        """Activate tools found by tool_search for the rest of the task; returns those newly added.
+
+        Order is discovery order and never changes; a tool found again stays where it is. Once
+        ``discovery_limit`` tools are active, further ones are not added (the caller says so).
+        """
+        added: list[str] = []
+        with self._lock:
+            for tool in tools:
+                if tool in self._discovered or len(self._discovered) >= self.discovery_limit:
+                    continue
+                self._discovered[tool] = None
+                added.append(tool)
+        return tuple(added)
+
+    def discovered(self, mode: Mode | None = None) -> tuple[str, ...]:
+        """Active discovered tools in discovery order; with ``mode``, only those it allows."""
+        with self._lock:
+            tools = tuple(self._discovered)
+        return tools if mode is None else tuple(t for t in tools if mode.allows(t))
 
     def __repr__(self) -> str:
         return f"TaskSession({self.task_id!r}, history={list(self.history())!r})"

@@ -1,0 +1,131 @@
+"""The retrieval corpora (../shared/corpora/metatool, livemcpbench) as in-memory registries for tool search.
+
+Used by benchmarks/bench_search.py and the evaluation tests. A corpus tool becomes a ToolDoc: its description,
+cut to its first sentences (at most 100 words), is the brief; the description plus any model-facing text is
+the full doc. Names that break the API name rule (``server::tool``) are mapped with :func:`api_name`, and so
+are the expected names of the queries. One mode, ``all``, allows every tool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from prompt_composer import ModeConfig, Registry, ToolDoc
+from prompt_composer.docs import BRIEF_MAX_WORDS, count_sentences
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+_BAD = re.compile(r"[^a-zA-Z0-9_-]")
+_SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\uff1f])")
+
+
+def api_name(name: str) -> str:
+    """``server::tool`` → ``server__tool``; other characters outside ``[a-zA-Z0-9_-]`` → ``_``; ≤ 64 chars."""
+    return _BAD.sub("_", name.replace("::", "__"))[:64] or "tool"
+
+
+def group_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_") or "misc"
+
+
+def derive_brief(description: str, name: str) -> str:
+    """The first sentences of ``description`` within the brief limits, or a placeholder when it is empty."""
+    text = " ".join(description.split())
+    if not text:
+        return f"Tool {name} (no description was provided)."
+    brief = ""
+    for sentence in _SENTENCE.split(text):
+        candidate = f"{brief} {sentence}".strip() if brief else sentence
+        if len(candidate.split()) > BRIEF_MAX_WORDS or count_sentences(candidate) > 3:
+            break
+        brief = candidate
+    if not brief or count_sentences(brief) > 5:  # one long first sentence, or odd punctuation: cut by words
+        brief = re.sub(r"[.!?\u3002\uff01\uff1f]+", ",", " ".join(text.split()[: BRIEF_MAX_WORDS - 1])) + "."
+    return brief
+
+
+def clean_schema(schema: Any) -> dict[str, Any]:
+    """A corpus schema made acceptable to ToolDoc (object type, property schemas, known required names)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return {"type": "object", "properties": {}}
+    schema = dict(schema)
+    props = schema.get("properties")
+    schema["properties"] = {k: v for k, v in (props if isinstance(props, dict) else {}).items() if isinstance(v, dict)}
+    required = schema.get("required")
+    if isinstance(required, list):
+        schema["required"] = [r for r in required if isinstance(r, str) and r in schema["properties"]]
+    else:
+        schema.pop("required", None)
+    return schema
+
+
+def make_doc(name: str, group: str, description: str, extra: str = "", schema: Any = None) -> ToolDoc:
+    full = "\n\n".join(p for p in (f"## {name}", description.strip(), extra.strip()) if p)
+    return ToolDoc(
+        name=name, group=group, brief=derive_brief(description, name), full=full, input_schema=clean_schema(schema)
+    )
+
+
+def registry_of(docs: Iterable[ToolDoc], slug: str = "all") -> Registry:
+    """A registry of ``docs`` with one mode, ``slug``, allowing every group."""
+    docs = list(docs)
+    mode = ModeConfig(
+        slug=slug,
+        name=slug.title(),
+        role="You are an assistant with many tools.",
+        groups=tuple(sorted({d.group for d in docs})),
+        recent_size=0,
+        budget_tokens=10_000_000,
+    )
+    return Registry.from_docs(docs, [mode])
+
+
+def metatool_docs(root: Path = CORPORA) -> list[ToolDoc]:
+    tools = json.loads((root / "metatool" / "tools.json").read_text(encoding="utf-8"))
+    return [
+        make_doc(api_name(t["name"]), "metatool", t.get("description") or "", t.get("description_for_model") or "")
+        for t in tools
+    ]
+
+
+def livemcp_docs(root: Path = CORPORA) -> list[ToolDoc]:
+    docs = []
+    for line in (root / "livemcpbench" / "tools.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            t = json.loads(line)
+            docs.append(
+                make_doc(
+                    api_name(t["name"]),
+                    group_name(t.get("server", "mcp")),
+                    t.get("description") or "",
+                    t.get("server_description") or "",
+                    t.get("input_schema"),
+                )
+            )
+    return docs
+
+
+def read_queries(path: Path) -> Iterator[dict[str, Any]]:
+    """JSONL queries as ``{"query", "tools"}`` with names mapped by :func:`api_name` (``relevant`` accepted)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            tools = row.get("tools", row.get("relevant", []))
+            yield {"query": row["query"], "tools": [api_name(t) for t in tools]}
+
+
+def metatool_queries(root: Path = CORPORA) -> list[dict[str, Any]]:
+    return list(read_queries(root / "metatool" / "dev_queries.jsonl"))
+
+
+def livemcp_queries(root: Path = CORPORA) -> list[dict[str, Any]]:
+    return list(read_queries(root / "livemcpbench" / "dev_queries.jsonl"))
+
+
+def write_queries(rows: Iterable[dict[str, Any]], path: Path) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
