@@ -23,7 +23,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -266,7 +266,7 @@ class LexicalIndex:
             pseudo_tf.append(tf)
             df.update(tf.keys())
         self.idf: dict[str, float] = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-        self.max_idf = math.log(1.0 + (n + 0.5) / 0.5) if n else 1.0
+        self.unseen_idf = math.log(1.0 + (n - 0.5) / 1.5) if n else 1.0  # the idf of a term in one doc
         self.postings: dict[str, dict[int, float]] = {}
         for doc_id, tf in enumerate(pseudo_tf):
             for term, value in tf.items():
@@ -303,8 +303,9 @@ class LexicalIndex:
     def coverage(self, query: str | Counter[str], name: str) -> float:
         """The idf-weighted share of the query's terms that occur in the tool's doc (0..1).
 
-        Terms the index has never seen count with the highest idf, so a query in a language the docs do not
-        use has low coverage even if one common word matches.
+        Each term weighs ``1 + idf``; a term the index has never seen weighs like one seen in a single doc, so a
+        query in a language the docs do not use has low coverage even if one common word matches, while one
+        unusual word in an otherwise matching query does not sink it.
         """
         terms = self.query_terms(query) if isinstance(query, str) else query
         if not terms:
@@ -312,7 +313,7 @@ class LexicalIndex:
         doc_id = self._position.get(name)
         total = matched = 0.0
         for term in terms:
-            idf = self.idf.get(term, self.max_idf)
+            idf = 1.0 + self.idf.get(term, self.unseen_idf)
             total += idf
             posting = self.postings.get(term)
             if doc_id is not None and posting is not None and doc_id in posting:
@@ -435,7 +436,21 @@ CONFIDENCE_LOW = 0.35
 RRF_K = 60.0
 # Below these a result is a miss: nothing matched well.
 MISS_COVERAGE = 0.34
-MISS_COSINE = 0.80
+# Off-topic requests in several languages: the top cosines they reach calibrate the semantic miss line.
+_OFF_TOPIC = (
+    "bake a chocolate cake for a birthday party",
+    "what will the weather be like tomorrow",
+    "book a cheap flight to Tokyo",
+    "recommend a jazz album to relax",
+    "translate this love poem into Latin",
+    "buy running shoes online",
+    "wie spät ist es in Sydney",
+    "¿dónde está la biblioteca municipal?",
+    "我想吃火锅",
+    "jaki film obejrzeć wieczorem",
+    "la recette de la ratatouille",
+    "xyzzy plugh frobnicate",
+)
 KEYWORD_RELATIVE = 0.3
 SEMANTIC_BAND = 0.1
 _SEMANTIC_TEXT_CHARS = 1500
@@ -467,6 +482,7 @@ class ToolSearch:
         self._vectors: Any = None  # numpy (n, d) in registry order, built on first semantic use
         self._lock = threading.Lock()
         self._warned: set[str] = set()
+        self._miss_cosine: float | None = None
 
     # -- embeddings -------------------------------------------------------------------------------
 
@@ -490,7 +506,8 @@ class ToolSearch:
                     self._embedder_error = f"{type(exc).__name__}: {exc}"
         return self._embedder
 
-    def _unavailable_warning(self) -> str:
+    def unavailable_warning(self) -> str:
+        """The warning given when semantic search falls back to keyword."""
         detail = self._embedder_error or "embeddings are disabled"
         return f"semantic search unavailable ({detail}); using keyword search"
 
@@ -503,7 +520,7 @@ class ToolSearch:
         """The (n, d) matrix of tool vectors in registry order (computed once; cached per doc fingerprint)."""
         embedder = self._get_embedder()
         if embedder is None:
-            raise RuntimeError(self._unavailable_warning())
+            raise RuntimeError(self.unavailable_warning())
         with self._lock:
             if self._vectors is None:
                 import numpy as np
@@ -523,6 +540,22 @@ class ToolSearch:
                 self._vectors = matrix.astype(np.float32)
             return self._vectors
 
+    def miss_cosine(self) -> float:
+        """The cosine below which a semantic top hit is a miss, calibrated per embedder and registry: just
+        above what off-topic queries reach (cosine scales differ widely between models)."""
+        if self._miss_cosine is None:
+            import numpy as np
+
+            embedder = self._get_embedder()
+            assert embedder is not None
+            matrix = self.tool_vectors()
+            if matrix.shape[0] == 0:
+                self._miss_cosine = 1.0
+            else:
+                tops = np.array([float(np.max(matrix @ embedder.embed_query(q))) for q in _OFF_TOPIC])
+                self._miss_cosine = float(tops.mean() + 2.0 * tops.std())
+        return self._miss_cosine
+
     def _semantic_rank(self, query: str, allows: Callable[[str], bool]) -> list[tuple[str, float]]:
         import numpy as np
 
@@ -533,6 +566,8 @@ class ToolSearch:
         if not names:
             return []
         q = np.asarray(embedder.embed_query(query), dtype=np.float32)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("the embedder returned a vector with NaN or infinite values")
         sims = matrix @ q
         order = np.argsort(-sims, kind="stable")
         return [(names[i], float(sims[i])) for i in order if allows(names[i])]
@@ -556,13 +591,27 @@ class ToolSearch:
         return result
 
     def _search(
+        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False
+    ) -> tuple[SearchResult, list[tuple[str, float, float]]]:
+        """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise)."""
+        try:
+            return self._search_once(query, mode, strategy, limit=limit)
+        except Exception as exc:
+            if strict or strategy == "keyword":
+                raise
+            warning = f"semantic search failed ({type(exc).__name__}: {exc}); using keyword search"
+            log.warning(warning)
+            result, ranked = self._search_once(query, mode, "keyword", limit=limit)
+            return replace(result, warnings=(*result.warnings, warning)), ranked
+
+    def _search_once(
         self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None
     ) -> tuple[SearchResult, list[tuple[str, float, float]]]:
         allows = mode.allows
         warnings: list[str] = []
         used: SearchStrategy = strategy or self.default_strategy()
         if used in ("semantic", "hybrid") and self._get_embedder() is None:
-            warning = self._unavailable_warning()
+            warning = self.unavailable_warning()
             self._warn_once(warning)
             warnings.append(warning)
             used = "keyword"
@@ -580,15 +629,15 @@ class ToolSearch:
             cosine = dict(semantic)
             if used == "semantic":
                 ranked = [(n, s, s) for n, s in semantic]
-                weak = not ranked or ranked[0][1] < MISS_COSINE
+                weak = not ranked or ranked[0][1] < self.miss_cosine()
             else:
                 ranked = self._fuse(terms, lexical, semantic, confidence, cosine)
                 top_cos = semantic[0][1] if semantic else 0.0
                 weak = not ranked or (
                     (not lexical or self.lexical.coverage(terms, lexical[0][0]) < MISS_COVERAGE)
-                    and top_cos < MISS_COSINE
+                    and top_cos < self.miss_cosine()
                 )
-            confidence = max(confidence, _cosine_confidence(semantic))
+            confidence = max(confidence, _cosine_confidence(semantic, self.miss_cosine()))
 
         if weak and limit is not None:
             miss = self._explain_miss(query, mode, [n for n, _s, _m in ranked[:limit]])
@@ -683,13 +732,12 @@ class ToolSearch:
         warnings: list[str] = []
         used: Strategy = strategy
         if strategy in ("semantic", "hybrid") and self._get_embedder() is None:
-            warning = self._unavailable_warning()
+            warning = self.unavailable_warning()
             self._warn_once(warning)
             warnings.append(warning)
             used = "keyword"
         try:
-            _names, result = self.rank(request, mode, used if used != "all" else None)
-            ranked = self._ranked_for_selection(request, mode, used)
+            result, ranked = self._search(request, mode, "keyword" if used == "all" else used, limit=None, strict=True)
         except Exception as exc:  # the embedder failed at query time
             warning = f"tool selection failed ({type(exc).__name__}: {exc}); sending every tool of the mode"
             log.warning(warning)
@@ -712,11 +760,6 @@ class ToolSearch:
             reason += f"; the best {max_results} kept, {total - max_results} dropped"
         return Selection(tools, used, reason, total + len(set(mode.permanent) - set(above)), tuple(warnings))
 
-    def _ranked_for_selection(self, request: str, mode: Mode, strategy: Strategy) -> list[tuple[str, float, float]]:
-        search_strategy: SearchStrategy = "keyword" if strategy == "all" else strategy
-        _result, ranked = self._search(request, mode, search_strategy, limit=None)
-        return ranked
-
 
 def semantic_text(doc: ToolDoc) -> str:
     """What the embedder reads of a tool: its split name, brief, hint and curated queries, then the start of
@@ -731,12 +774,11 @@ def semantic_text(doc: ToolDoc) -> str:
     return f"{head}\n{doc.full[:room]}" if room else head
 
 
-def _cosine_confidence(semantic: Sequence[tuple[str, float]]) -> float:
-    """Map the top cosine to 0..1 around the miss line (cosines of small encoders sit in a narrow band)."""
-    if not semantic:
+def _cosine_confidence(semantic: Sequence[tuple[str, float]], line: float) -> float:
+    """Map the top cosine to 0..1: 0 at or below the miss line, rising to 1 at a cosine of 1."""
+    if not semantic or line >= 1.0:
         return 0.0
-    top = semantic[0][1]
-    return round(max(0.0, min(1.0, (top - MISS_COSINE) / (1.0 - MISS_COSINE) * 0.5 + 0.5 * (top >= MISS_COSINE))), 4)
+    return round(max(0.0, min(1.0, (semantic[0][1] - line) / (1.0 - line))), 4)
 
 
 def _relevant_count(ranked: Sequence[tuple[str, float, float]], *, keyword: bool) -> int:

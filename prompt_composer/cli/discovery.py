@@ -1,0 +1,92 @@
+"""Discovery subcommands: ``search`` (what tool_search would answer) and ``eval`` (retrieval metrics)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from ..discovery import render_search_result
+from ..evaluate import evaluate, load_queries
+from ..registry import load_registry
+from ..search import SearchStrategy, ToolSearch
+
+_SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("search", help="search a mode's tools, as tool_search does")
+    p.add_argument("query")
+    p.add_argument("--mode", required=True)
+    p.add_argument("--limit", type=_positive, default=5)
+    p.add_argument(
+        "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("eval", help="recall@k, hit@k and MRR of tool search on a JSONL query file")
+    p.add_argument("--queries", required=True, metavar="FILE", help='JSONL: {"query": ..., "tools": [names]}')
+    p.add_argument("--mode", required=True)
+    p.add_argument(
+        "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(handler=cmd_eval)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _quiet_search_logs() -> None:
+    """Search warnings reach the user once, through the result, on stderr; not again through logging."""
+    logging.getLogger("prompt_composer.search").setLevel(logging.ERROR)
+
+
+def _warn(messages: Any) -> None:
+    for message in dict.fromkeys(messages):
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    _quiet_search_logs()
+    registry = load_registry(args.docs)
+    mode = registry.mode(args.mode)
+    search = ToolSearch(registry)
+    strategy: SearchStrategy | None = args.strategy
+    result = search.search(args.query, mode, limit=args.limit, strategy=strategy)
+    _warn(result.warnings)
+    if args.format == "json":
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_search_result(result, registry))
+    return 0 if result.hits else 1
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    _quiet_search_logs()
+    registry = load_registry(args.docs)
+    mode = registry.mode(args.mode)
+    queries = load_queries(args.queries)
+    search = ToolSearch(registry)
+    strategy: SearchStrategy = args.strategy or search.default_strategy()
+    if strategy != "keyword" and not search.semantic_available:
+        _warn([search.unavailable_warning()])
+        strategy = "keyword"
+
+    def rank(query: str) -> list[str]:
+        return search.rank(query, mode, strategy)[0][:10]
+
+    report = evaluate(queries, rank, allows=mode.allows, strategy=strategy)
+    _warn(report.warnings)
+    if args.format == "json":
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.to_table())
+    return 0
