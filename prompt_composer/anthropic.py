@@ -29,6 +29,20 @@ Promotion policies (per mode, ``ModeConfig.promotion``; the wrapper's ``policy``
 - ``inline``: like ``task_start``; besides, the first *executed* call of a tool that is brief in the pinned
   prompt gets the tool's full description appended once, as a text block after the tool's output in the same
   tool_result. A tool whose description was already fetched (or appended) in the task is not appended again.
+
+Text-style modes (``tool_style: text``) send no composed tools: every doc is in the system prompt and the model
+calls a tool by answering with a fenced block (see ``templates/tool_use.j2``)::
+
+    ```tool_call
+    {"name": "read_file", "input": {"path": "README.md"}}
+    ```
+
+The loop reads every such block of the assistant's text (several in one message, prose around them, trailing
+spaces after the fence are fine; see :func:`parse_tool_call_blocks`) and answers each through the same path as a
+native ``tool_use`` block: access check, file restrictions, approval, executor, FIFO, inline promotion. A block it
+cannot read (bad JSON, no ``name``, an ``input`` that is not an object) gets an error result and the loop goes on.
+The results go back as one user message with one text block per call, in order, each starting with a label line
+``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block.
 """
 
 from __future__ import annotations
@@ -36,11 +50,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import anthropic
 from anthropic.types import Message
@@ -64,11 +79,14 @@ __all__ = [
     "MaxIterationsError",
     "PendingCall",
     "Policy",
+    "TextToolCall",
     "TokenUsage",
     "ToolCallRecord",
     "ToolLoopError",
     "inline_text",
+    "parse_tool_call_blocks",
     "partial_result",
+    "text_tool_result",
     "wrap",
 ]
 
@@ -124,7 +142,8 @@ class TokenUsage:
 
 @dataclass(frozen=True)
 class PendingCall:
-    """A tool call the model asked for, as the approval callback sees it."""
+    """A tool call the model asked for, as the approval callback sees it. A text-style call has no id from the
+    API: it gets ``text_<iteration>_<n>`` (its position among the message's tool_call blocks, from 1)."""
 
     id: str
     name: str
@@ -134,9 +153,9 @@ class PendingCall:
 
 @dataclass(frozen=True)
 class ToolCallRecord:
-    """One answered tool_use block. ``output`` is what the model got back (an error message when ``is_error``);
-    ``error`` says why it failed (``None`` on success); ``expanded`` is true when the inline policy appended the
-    tool's full description to this result."""
+    """One answered tool call (a ``tool_use`` block, or a ``tool_call`` block in text style). ``output`` is what
+    the model got back (an error message when ``is_error``); ``error`` says why it failed (``None`` on success);
+    ``expanded`` is true when the inline policy appended the tool's full description to this result."""
 
     id: str
     name: str
@@ -510,6 +529,9 @@ class ComposedClient(_ClientBase):
     ) -> LoopResult:
         """Run the tool loop: request → tool_use → tool_result until the model stops.
 
+        In a text-style mode the calls are the assistant's ``tool_call`` blocks and their results go back as
+        labelled text blocks (see the module docstring); everything else is the same.
+
         ``task`` is the user's message (or a whole initial message list). ``executors`` maps tool names to
         callables ``(input) -> output``; ``fetch_tool_description`` is answered here. ``approve`` runs before
         each tool (``False`` denies it); ``on_iteration`` sees each step. Other keyword arguments (``system``,
@@ -529,18 +551,9 @@ class ComposedClient(_ClientBase):
             except anthropic.APIError as exc:
                 exc.loop_result = loop.result  # type: ignore[attr-defined]
                 raise
-            calls = loop.receive(message)
-            records: list[ToolCallRecord] = []
-            for call in calls:
-                record = loop.precheck(call, index)
-                if record is None:
-                    pending = PendingCall(call.id, call.name, call.input, index)
-                    if approve is not None and not approve(pending):
-                        record = loop.denied(call, index)
-                    else:
-                        record = loop.execute_sync(call, index)
-                records.append(record)
-            iteration = loop.answer(index, message, prompt, records)
+            calls = loop.receive(message, index)
+            answered = [(call, loop.call_sync(call, index, approve)) for call in calls]
+            iteration = loop.answer(index, message, prompt, answered)
             if on_iteration is not None:
                 on_iteration(iteration)
             if not calls:
@@ -614,19 +627,9 @@ class AsyncComposedClient(_ClientBase):
             except anthropic.APIError as exc:
                 exc.loop_result = loop.result  # type: ignore[attr-defined]
                 raise
-            calls = loop.receive(message)
-            records: list[ToolCallRecord] = []
-            for call in calls:
-                record = loop.precheck(call, index)
-                if record is None:
-                    pending = PendingCall(call.id, call.name, call.input, index)
-                    allowed = True
-                    if approve is not None:
-                        verdict = approve(pending)
-                        allowed = bool(await verdict) if inspect.isawaitable(verdict) else bool(verdict)
-                    record = await loop.execute_async(call, index) if allowed else loop.denied(call, index)
-                records.append(record)
-            iteration = loop.answer(index, message, prompt, records)
+            calls = loop.receive(message, index)
+            answered = [(call, await loop.call_async(call, index, approve)) for call in calls]
+            iteration = loop.answer(index, message, prompt, answered)
             if on_iteration is not None:
                 seen = on_iteration(iteration)
                 if inspect.isawaitable(seen):
@@ -670,10 +673,85 @@ def wrap(
 
 
 @dataclass(frozen=True)
+class TextToolCall:
+    """One ``tool_call`` block read from an assistant's text. ``error`` says why the block could not be read
+    (``name`` and ``input`` are then whatever could be salvaged: ``""`` and ``{}`` at worst)."""
+
+    name: str
+    input: Mapping[str, Any]
+    error: str | None = None
+
+
+# The opening fence starts a line (indentation allowed) and may carry trailing spaces; the block runs to the
+# next line that is only a fence, or to the end of the text when the model never closed it.
+_OPEN_FENCE = re.compile(r"^[ \t]*```tool_call[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_CLOSE_FENCE = re.compile(r"^[ \t]*```[ \t]*$", re.MULTILINE)
+_CALL_KEYS = frozenset({"name", "input"})
+_CALL_SHAPE = 'A ```tool_call block holds one JSON object: {"name": "<tool name>", "input": {<parameters>}}.'
+
+
+def parse_tool_call_blocks(text: str) -> list[TextToolCall]:
+    """Every ``tool_call`` fenced block of ``text``, in order (prose around them is ignored).
+
+    A block must hold ``{"name": "<tool>", "input": {...}}``; ``input`` may be left out (no parameters). Bad
+    JSON, another JSON type, a missing or empty ``name``, a non-object ``input`` or any other key give a
+    :class:`TextToolCall` with ``error`` set, so the model can be told what to fix."""
+    calls: list[TextToolCall] = []
+    pos = 0
+    while (opening := _OPEN_FENCE.search(text, pos)) is not None:
+        closing = _CLOSE_FENCE.search(text, opening.end())
+        body = text[opening.end() : closing.start() if closing else len(text)]
+        pos = closing.end() if closing else len(text)
+        calls.append(_read_call_block(body))
+    return calls
+
+
+def _read_call_block(body: str) -> TextToolCall:
+    source = body.strip()
+    if source.endswith("```"):  # the closing fence glued to the JSON's last line
+        source = source[:-3].rstrip()
+    if not source:
+        return TextToolCall("", {}, "the tool_call block is empty")
+    try:
+        value = json.loads(source)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        return TextToolCall("", {}, f"the tool_call block is not valid JSON: {exc.msg} at {where}")
+    if not isinstance(value, dict):
+        return TextToolCall("", {}, f"the tool_call block holds a JSON {type(value).__name__}, not an object")
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return TextToolCall("", {}, 'the tool_call block has no "name" string')
+    name = name.strip()
+    tool_input = value.get("input", {})
+    if not isinstance(tool_input, dict):
+        kind = type(tool_input).__name__
+        return TextToolCall(name, {}, f'the "input" of the tool_call block is a JSON {kind}, not an object')
+    extra = sorted(set(value) - _CALL_KEYS)
+    if extra:
+        keys = ", ".join(json.dumps(k) for k in extra)
+        return TextToolCall(name, tool_input, f"the tool_call block has unexpected keys {keys}")
+    return TextToolCall(name, tool_input)
+
+
+def text_tool_result(name: str, texts: Iterable[str], *, is_error: bool = False) -> dict[str, Any]:
+    """The text block answering one text-style call: a label line ``tool_result name=<name> ok|error``, then the
+    output (and any text appended after it, one blank line apart)."""
+    status = "error" if is_error else "ok"
+    body = "\n\n".join(text or "(no output)" for text in texts)
+    return {"type": "text", "text": f"tool_result name={name or '?'} {status}\n{body}"}
+
+
+@dataclass(frozen=True)
 class _Call:
+    """A call to answer: a native ``tool_use`` block or a text-style ``tool_call`` block (``problem`` set when
+    the block could not be read)."""
+
     id: str
     name: str
     input: Mapping[str, Any]
+    style: Literal["native", "text"] = "native"
+    problem: str | None = None
 
 
 def _output_text(value: Any) -> str:
@@ -703,12 +781,8 @@ class _Loop:
     ) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
-        if state.mode.config.tool_style != "native":
-            raise PromptComposerError(
-                f"the tool loop needs native tool calls; mode {state.mode.slug!r} uses tool_style "
-                f"{state.mode.config.tool_style!r}"
-            )
         self.state = state
+        self.text_style = state.mode.config.tool_style == "text"
         self.session = state.session
         self.executors = dict(executors or {})
         self.max_iterations = max_iterations
@@ -724,19 +798,25 @@ class _Loop:
         return self.state.prepare({**self.params, "model": model, "max_tokens": max_tokens,
                                    "messages": self.result.messages})  # fmt: skip
 
-    def receive(self, message: Message) -> list[_Call]:
+    def receive(self, message: Message, iteration: int) -> list[_Call]:
+        """Record the assistant's message; the calls it asks for, in order: its ``tool_use`` blocks (when it
+        stopped for them) and, in a text-style mode, the ``tool_call`` blocks of its text."""
         content = [block.to_dict(mode="json") for block in message.content]
         self.result.messages.append({"role": "assistant", "content": content})
         self.result.final_message = message
         self.result.stop_reason = message.stop_reason
         self.result.text = "".join(block.text for block in message.content if block.type == "text")
-        if message.stop_reason != "tool_use":
-            return []
-        return [
-            _Call(block.id, block.name, cast(Mapping[str, Any], block.input) if isinstance(block.input, dict) else {})
-            for block in message.content
-            if block.type == "tool_use"
-        ]
+        calls: list[_Call] = []
+        written = 0  # text-style calls so far: their ids are text_<iteration>_<n>
+        for block in message.content:
+            if block.type == "tool_use" and message.stop_reason == "tool_use":
+                tool_input = cast(Mapping[str, Any], block.input) if isinstance(block.input, dict) else {}
+                calls.append(_Call(block.id, block.name, tool_input))
+            elif block.type == "text" and self.text_style:
+                for parsed in parse_tool_call_blocks(block.text):
+                    written += 1
+                    calls.append(_Call(f"text_{iteration}_{written}", parsed.name, parsed.input, "text", parsed.error))
+        return calls
 
     # -- answering one call ------------------------------------------------------------------------
 
@@ -747,9 +827,39 @@ class _Loop:
             session.mark_expanded(result.tool)  # its full text is in the conversation now: no inline append
         return result
 
+    def call_sync(self, call: _Call, iteration: int, approve: Callable[[PendingCall], bool] | None) -> ToolCallRecord:
+        """Answer one call, whatever its style: checks, then approval, then the executor."""
+        record = self.precheck(call, iteration)
+        if record is not None:
+            return record
+        if approve is not None and not approve(self.pending(call, iteration)):
+            return self.denied(call, iteration)
+        return self.execute_sync(call, iteration)
+
+    async def call_async(
+        self, call: _Call, iteration: int, approve: Callable[[PendingCall], bool | Awaitable[bool]] | None
+    ) -> ToolCallRecord:
+        """:meth:`call_sync` for the async loop: ``approve`` and the executor may be coroutines."""
+        record = self.precheck(call, iteration)
+        if record is not None:
+            return record
+        if approve is not None:
+            verdict = approve(self.pending(call, iteration))
+            if not (await verdict if inspect.isawaitable(verdict) else verdict):
+                return self.denied(call, iteration)
+        return await self.execute_async(call, iteration)
+
+    @staticmethod
+    def pending(call: _Call, iteration: int) -> PendingCall:
+        return PendingCall(call.id, call.name, call.input, iteration)
+
     def precheck(self, call: _Call, iteration: int) -> ToolCallRecord | None:
-        """The record of a call answered without running an executor (fetch, refusal), or None to run it."""
+        """The record of a call answered without running an executor (unreadable block, fetch, refusal), or
+        None to run it."""
         mode = self.state.mode
+        if call.problem is not None:
+            text = f"Error: {call.problem}; nothing was run. {_CALL_SHAPE}"
+            return self._record(call, iteration, text, call.problem, 0.0)
         if call.name == FETCH_TOOL_NAME and call.name not in self.caller_tools:
             fetched = self.fetch(self.state, self.session, call.input)
             error = "fetch refused" if fetched.is_error else None
@@ -823,16 +933,25 @@ class _Loop:
 
     # -- closing one iteration ---------------------------------------------------------------------
 
-    def answer(self, index: int, message: Message, prompt: ComposedPrompt, records: list[ToolCallRecord]) -> Iteration:
-        if records:
-            results = []
-            for record in records:
+    def answer(
+        self, index: int, message: Message, prompt: ComposedPrompt, answered: Sequence[tuple[_Call, ToolCallRecord]]
+    ) -> Iteration:
+        """Send the answers back as one user message: a tool_result block per native call (first, as the API
+        wants them), then a labelled text block per text-style call."""
+        if answered:
+            native: list[dict[str, Any]] = []
+            text: list[dict[str, Any]] = []
+            for call, record in answered:
                 texts = [record.output]
                 if record.expanded:
                     texts.append(inline_text(self.state.registry, record.name))
-                results.append(_tool_result(record.id, texts, is_error=record.is_error))
-            self.result.messages.append({"role": "user", "content": results})
-        iteration = Iteration(index, message, TokenUsage.of(message.usage), tuple(records), prompt)
+                if call.style == "text":
+                    text.append(text_tool_result(record.name, texts, is_error=record.is_error))
+                else:
+                    native.append(_tool_result(record.id, texts, is_error=record.is_error))
+            self.result.messages.append({"role": "user", "content": [*native, *text]})
+        records = tuple(record for _, record in answered)
+        iteration = Iteration(index, message, TokenUsage.of(message.usage), records, prompt)
         self.result.iterations.append(iteration)
         return iteration
 

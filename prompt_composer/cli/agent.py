@@ -18,7 +18,10 @@ SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its ow
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("run", help="run the tool loop on a task against the Messages API (read-only executors)")
+    p = sub.add_parser(
+        "run",
+        help="run the tool loop on a task against the Messages API (read-only executors; native or text-style modes)",
+    )
     p.add_argument("--mode", required=True)
     p.add_argument("--task", required=True, help="the user's task message")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default: the SDK's, or ANTHROPIC_BASE_URL)")
@@ -85,7 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return code
     for call in result.tool_calls:
         status = "error" if call.is_error else "ok"
-        print(f"# {call.name} {json.dumps(dict(call.input), ensure_ascii=False)} → {status}", file=sys.stderr)
+        name = call.name or "(unreadable tool_call block)"
+        print(f"# {name} {json.dumps(dict(call.input), ensure_ascii=False)} → {status}", file=sys.stderr)
     if result.text:
         print(result.text)
     usage = result.usage
