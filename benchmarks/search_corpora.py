@@ -129,3 +129,18 @@ def livemcp_queries(root: Path = CORPORA) -> list[dict[str, Any]]:
 def write_queries(rows: Iterable[dict[str, Any]], path: Path) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def baseline_texts(corpus: str, root: Path = CORPORA) -> dict[str, str]:
+    """Per tool, what the plain BM25 baseline indexes: the split name and the corpus description."""
+    if corpus == "metatool":
+        rows = json.loads((root / "metatool" / "tools.json").read_text(encoding="utf-8"))
+    else:
+        lines = (root / "livemcpbench" / "tools.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    out: dict[str, str] = {}
+    for row in rows:
+        name = api_name(row["name"])
+        words = " ".join(re.split(r"[_\-:]+|(?<=[a-z])(?=[A-Z])", row["name"]))
+        out[name] = f"{words} {row.get('description') or ''}"
+    return out
