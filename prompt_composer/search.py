@@ -13,6 +13,7 @@ one warning.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import heapq
 import itertools
@@ -159,18 +160,24 @@ def tokenize(text: str) -> list[str]:
     """
     terms: list[str] = []
     for match in _WORD.finditer(text):
-        word = match.group()
-        if word.startswith("_") or len(word) > _MAX_WORD:
-            continue  # underscores alone, and blobs (base64, hashes) that would split into noise
-        pieces = split_identifier(word)
-        if len(pieces) > 1:
-            terms.append("".join(pieces))
-        for piece in pieces:
-            if _CJK.search(piece):
-                terms.extend(_cjk_terms(piece))
-            elif len(piece) > 1 and piece not in _STOPWORDS:
-                terms.append(_stem(piece))
+        terms.extend(_word_terms(match.group()))
     return terms
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_terms(word: str) -> tuple[str, ...]:
+    if word.startswith("_") or len(word) > _MAX_WORD:
+        return ()  # underscores alone, and blobs (base64, hashes) that would split into noise
+    terms: list[str] = []
+    pieces = split_identifier(word)
+    if len(pieces) > 1:
+        terms.append("".join(pieces))
+    for piece in pieces:
+        if _CJK.search(piece):
+            terms.extend(_cjk_terms(piece))
+        elif len(piece) > 1 and piece not in _STOPWORDS:
+            terms.append(_stem(piece))
+    return tuple(terms)
 
 
 def _cjk_terms(piece: str) -> list[str]:
