@@ -11,22 +11,48 @@ Load a registry of tool docs and modes, keep a task session per task, and compos
 
 from .audit import AuditReport, ModeAudit, ToolAudit, run_audit
 from .composer import ComposedPrompt, Composer, TokenCounts, strip_descriptions
-from .docs import Origin, ToolDoc
-from .errors import LoadError, Problem, PromptComposerError, UnknownModeError, UnknownToolError
+from .discovery import (
+    CALL_TOOL_NAME,
+    TOOL_SEARCH_NAME,
+    CallResult,
+    call_tool,
+    call_tool_definition,
+    handle_tool_search,
+    tool_search_definition,
+)
+from .docs import GroupDoc, Origin, ToolDoc
+from .errors import (
+    EmbeddingUnavailable,
+    ImporterError,
+    LoadError,
+    Problem,
+    PromptComposerError,
+    QueryFileError,
+    UnknownModeError,
+    UnknownToolError,
+)
 from .fetch import FETCH_TOOL_NAME, FetchResult, fetch_tool_definition, handle_fetch
-from .modes import Mode, ModeConfig
+from .modes import FileRestriction, Mode, ModeConfig
 from .registry import Registry, default_docs_dir, load_registry
+from .search import SearchResult, Selection, ToolSearch
 from .session import InMemorySessionStore, SessionStore, TaskSession
 from .tokens import TiktokenCounter, TokenCounter, default_counter
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CALL_TOOL_NAME",
     "FETCH_TOOL_NAME",
+    "TOOL_SEARCH_NAME",
     "AuditReport",
+    "CallResult",
     "ComposedPrompt",
     "Composer",
+    "EmbeddingUnavailable",
     "FetchResult",
+    "FileRestriction",
+    "GroupDoc",
+    "ImporterError",
     "InMemorySessionStore",
     "LoadError",
     "Mode",
@@ -35,7 +61,10 @@ __all__ = [
     "Origin",
     "Problem",
     "PromptComposerError",
+    "QueryFileError",
     "Registry",
+    "SearchResult",
+    "Selection",
     "SessionStore",
     "TaskSession",
     "TiktokenCounter",
@@ -43,13 +72,18 @@ __all__ = [
     "TokenCounts",
     "ToolAudit",
     "ToolDoc",
+    "ToolSearch",
     "UnknownModeError",
     "UnknownToolError",
+    "call_tool",
+    "call_tool_definition",
     "default_counter",
     "default_docs_dir",
     "fetch_tool_definition",
     "handle_fetch",
+    "handle_tool_search",
     "load_registry",
     "run_audit",
     "strip_descriptions",
+    "tool_search_definition",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,6 @@ class ComposedPrompt:
     brief: tuple[str, ...]
     recent: tuple[str, ...]
     tokens: TokenCounts
-    _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # Discovery modes only: the tools tool_search activated in this task, in discovery order.
     discovered: tuple[str, ...] = ()
     discovery: bool = False

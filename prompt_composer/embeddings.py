@@ -30,13 +30,11 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .errors import EmbeddingUnavailable
+
 FloatArray = npt.NDArray[np.float32]
 
 INSTALL_HINT = "pip install 'prompt-composer[embeddings]'"
-
-
-class EmbeddingUnavailable(Exception):
-    """The embedding model's package is missing or its model failed to load."""
 
 
 class EmbeddingCacheWarning(UserWarning):

@@ -6,7 +6,9 @@
     ├── LoadError            tool docs / modes failed validation (carries every Problem)
     ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
     ├── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
-    └── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
+    ├── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
+    ├── QueryFileError       an evaluation query file is unreadable or has a malformed line
+    └── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
 
 Errors carry their context as attributes so callers never parse messages.
 """
@@ -17,7 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ImporterError", "LoadError", "Problem", "PromptComposerError", "UnknownModeError", "UnknownToolError"]
+__all__ = [
+    "EmbeddingUnavailable",
+    "ImporterError",
+    "LoadError",
+    "Problem",
+    "PromptComposerError",
+    "QueryFileError",
+    "UnknownModeError",
+    "UnknownToolError",
+]
 
 
 class PromptComposerError(Exception):
@@ -71,3 +82,11 @@ class UnknownToolError(PromptComposerError, KeyError):
 
 class ImporterError(PromptComposerError):
     """An import failed: a bad tool list, an MCP server that failed, a bad ``.roomodes``. Nothing was written."""
+
+
+class QueryFileError(PromptComposerError):
+    """A query file that cannot be read or has a malformed line."""
+
+
+class EmbeddingUnavailable(PromptComposerError):
+    """The embedding model package is missing, or its model failed to load."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import PromptComposerError
+from .errors import QueryFileError
 
-__all__ = ["EvalQuery", "EvalReport", "evaluate", "load_queries"]
+__all__ = ["EvalQuery", "EvalReport", "QueryFileError", "evaluate", "load_queries"]
 
 MAX_MISSES = 20
 
@@ -24,10 +24,6 @@ MAX_MISSES = 20
 class EvalQuery:
     query: str
     tools: tuple[str, ...]
-
-
-class QueryFileError(PromptComposerError):
-    """A query file that cannot be read or has a malformed line."""
 
 
 def load_queries(path: str | Path) -> list[EvalQuery]:

@@ -248,3 +248,17 @@ def test_native_system_prompt_does_not_change_with_the_fifo(mini_registry: Regis
     composer = Composer(mini_registry)
     systems = {composer.compose("code", recent=r).system for r in ([], ["glob"], ["glob", "apply_diff", "list_files"])}
     assert len(systems) == 1
+
+
+def test_text_style_discovery_puts_found_tools_last_under_their_own_heading(mini_registry: Registry) -> None:
+    docs = list(mini_registry.tools.values())
+    registry = Registry.from_docs(docs, [make_mode("find", groups=["read", "edit"], tool_style="text", discovery=True)])
+    composer = Composer(registry)
+    session = TaskSession("t")
+    empty = composer.compose("find", session)
+    session.discover(["glob"])
+    found = composer.compose("find", session)
+    assert found.system_stable == empty.system_stable
+    assert found.system_recent.startswith("====\nDISCOVERED TOOLS")
+    assert "FULL TEXT OF GLOB" in found.system_recent
+    assert "RECENTLY USED" not in found.system

@@ -1,0 +1,81 @@
+"""The public surface: ``__all__`` is pinned, the core imports neither the anthropic SDK nor numpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import prompt_composer
+from prompt_composer import errors
+
+PUBLIC = {
+    "CALL_TOOL_NAME",
+    "FETCH_TOOL_NAME",
+    "TOOL_SEARCH_NAME",
+    "AuditReport",
+    "CallResult",
+    "ComposedPrompt",
+    "Composer",
+    "EmbeddingUnavailable",
+    "FetchResult",
+    "FileRestriction",
+    "GroupDoc",
+    "ImporterError",
+    "InMemorySessionStore",
+    "LoadError",
+    "Mode",
+    "ModeAudit",
+    "ModeConfig",
+    "Origin",
+    "Problem",
+    "PromptComposerError",
+    "QueryFileError",
+    "Registry",
+    "SearchResult",
+    "Selection",
+    "SessionStore",
+    "TaskSession",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenCounts",
+    "ToolAudit",
+    "ToolDoc",
+    "ToolSearch",
+    "UnknownModeError",
+    "UnknownToolError",
+    "call_tool",
+    "call_tool_definition",
+    "default_counter",
+    "default_docs_dir",
+    "fetch_tool_definition",
+    "handle_fetch",
+    "handle_tool_search",
+    "load_registry",
+    "run_audit",
+    "strip_descriptions",
+    "tool_search_definition",
+}
+
+
+def test_all_is_pinned_and_importable() -> None:
+    assert set(prompt_composer.__all__) == PUBLIC
+    assert len(prompt_composer.__all__) == len(PUBLIC)
+    for name in PUBLIC:
+        assert hasattr(prompt_composer, name), name
+
+
+def test_every_error_derives_from_the_root() -> None:
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            assert issubclass(cls, errors.PromptComposerError), name
+
+
+def test_core_imports_neither_the_sdk_nor_numpy() -> None:
+    probe = (
+        "import sys, prompt_composer, prompt_composer.cli, prompt_composer.replay, prompt_composer.importers,"
+        " prompt_composer.roomodes, prompt_composer.providers, prompt_composer.executors, prompt_composer.evaluate;"
+        " print(sorted(m for m in ('anthropic', 'numpy', 'mcp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
