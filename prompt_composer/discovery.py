@@ -90,8 +90,13 @@ class SearchToolResult:
     result: SearchResult | None = None
 
 
-def render_search_result(result: SearchResult, registry: Registry, *, not_activated: Sequence[str] = ()) -> str:
-    """The text a model reads: each hit's name, group, brief and hint, then its groups' workflow."""
+def render_search_result(
+    result: SearchResult, registry: Registry, *, not_activated: Sequence[str] = (), activates: bool = True
+) -> str:
+    """The text a model reads: each hit's name, group, brief and hint, then its groups' workflow.
+
+    ``activates`` says whether the hits joined the tool list (tool_search in a discovery mode) or were only
+    listed (the ``search`` command, or a mode without discovery)."""
     if result.miss is not None:
         lines = [result.miss.message]
         if result.miss.nearest:
@@ -117,7 +122,7 @@ def render_search_result(result: SearchResult, registry: Registry, *, not_activa
         lines.append(
             f"Not added to your tools (the task's limit of active tools is reached): {', '.join(not_activated)}."
         )
-    else:
+    elif activates:
         lines.append("These tools are now available to call.")
     seen: list[str] = []
     for hit in result.hits:

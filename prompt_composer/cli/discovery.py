@@ -65,7 +65,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
-        print(render_search_result(result, registry))
+        print(render_search_result(result, registry, activates=False))
     return 0 if result.hits else 1
 
 
