@@ -43,6 +43,27 @@ native ``tool_use`` block: access check, file restrictions, approval, executor, 
 cannot read (bad JSON, no ``name``, an ``input`` that is not an object) gets an error result and the loop goes on.
 The results go back as one user message with one text block per call, in order, each starting with a label line
 ``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block.
+
+Discovery modes (``discovery: true``): the loop answers ``tool_search`` itself, like ``fetch_tool_description``,
+through :func:`~prompt_composer.discovery.handle_tool_search` with the wrapper's
+:class:`~prompt_composer.search.ToolSearch` (``wrap(..., search=...)``; by default one is built from the registry
+on the first search, loading the default embedder lazily). The tools found join the task session, so the *next*
+request lists them after the permanent tools and before ``tool_search`` / ``fetch_tool_description``, in
+discovery order. Outside a discovery mode ``tool_search`` is an unknown tool (an error result). Discovery only
+ever appends to the tool list, so a discovery mode's prompt is recomposed from the discovered set under every
+policy (``task_start`` / ``inline`` do not pin it, or the pinned prompt would hide what was found); since the
+FIFO plays no part in it, the recomposed prompt changes only when a search adds tools. Breakpoints in a
+discovery mode: the system block (its text never changes; its cached prefix is rewritten only when a search
+adds tools), and on the tool list the last *permanent* tool, the end of the part that never changes.
+
+``call_tool`` (``wrap(..., call_tool=True)``): the wrapper appends
+:func:`~prompt_composer.discovery.call_tool_definition` to the composed tools (native-style modes) and the loop
+answers ``call_tool`` calls in either style: :func:`~prompt_composer.discovery.check_call` (the mode allows the
+tool, the arguments match its schema, file restrictions), then the inner call takes the same path as a direct
+call of that tool: approval (which sees the inner name and arguments, ``via="call_tool"``), executor, FIFO,
+inline promotion. Its record names the inner tool (``via="call_tool"``); a call_tool call refused before that
+keeps the name ``call_tool``. Without ``call_tool=True`` it is an unknown tool; a ``call_tool`` the caller
+defines in ``tools=`` is the caller's, like any caller tool.
 """
 
 from __future__ import annotations
@@ -51,9 +72,10 @@ import asyncio
 import inspect
 import json
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
 
@@ -61,12 +83,22 @@ import anthropic
 from anthropic.types import Message
 
 from .composer import ComposedPrompt, Composer
+from .discovery import (
+    CALL_TOOL_NAME,
+    TOOL_SEARCH_NAME,
+    CallResult,
+    SearchToolResult,
+    call_tool_definition,
+    check_call,
+    handle_tool_search,
+)
 from .errors import PromptComposerError
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, handle_fetch
 from .modes import Mode
 from .promotion import DEFAULT_POLICY, POLICIES, Policy, inline_text
 from .registry import Registry, load_registry
+from .search import ToolSearch
 from .session import InMemorySessionStore, SessionStore, TaskSession
 
 __all__ = [
@@ -149,13 +181,16 @@ class PendingCall:
     name: str
     input: Mapping[str, Any]
     iteration: int
+    via: str | None = None  # "call_tool" when the model called this tool through call_tool
 
 
 @dataclass(frozen=True)
 class ToolCallRecord:
     """One answered tool call (a ``tool_use`` block, or a ``tool_call`` block in text style). ``output`` is what
     the model got back (an error message when ``is_error``); ``error`` says why it failed (``None`` on success);
-    ``expanded`` is true when the inline policy appended the tool's full description to this result."""
+    ``expanded`` is true when the inline policy appended the tool's full description to this result; ``via`` is
+    ``"call_tool"`` when the model called the tool through ``call_tool`` (``name`` and ``input`` are then the
+    inner tool's)."""
 
     id: str
     name: str
@@ -167,6 +202,7 @@ class ToolCallRecord:
     iteration: int
     executed: bool = False
     expanded: bool = False
+    via: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -180,6 +216,7 @@ class ToolCallRecord:
             "iteration": self.iteration,
             "executed": self.executed,
             "expanded": self.expanded,
+            "via": self.via,
         }
 
 
@@ -284,6 +321,24 @@ def _with_breakpoint(message: Any) -> Any | None:
     return None
 
 
+class _LazySearch:
+    """The wrapper's :class:`ToolSearch`: the one given, or one built from the registry on first use (shared by
+    every client :meth:`~ComposedClient.for_task` derives)."""
+
+    def __init__(self, registry: Registry, search: ToolSearch | None) -> None:
+        if search is not None and search.registry.fingerprint != registry.fingerprint:
+            raise ValueError("the ToolSearch was built for another registry than the composer's")
+        self._registry = registry
+        self._search = search
+        self._lock = threading.Lock()
+
+    def get(self) -> ToolSearch:
+        with self._lock:
+            if self._search is None:
+                self._search = ToolSearch(self._registry)
+            return self._search
+
+
 class _State:
     """What both wrappers share: which registry, composer, session store, mode, task and policy."""
 
@@ -296,6 +351,8 @@ class _State:
         task_id: str,
         store: SessionStore | None,
         policy: Policy | None,
+        search: ToolSearch | _LazySearch | None = None,
+        call_tool: bool = False,
     ) -> None:
         if composer is None:
             composer = Composer(registry if registry is not None else load_registry())
@@ -309,6 +366,8 @@ class _State:
         self.task_id = task_id
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self.explicit_policy = policy
+        self.searcher = search if isinstance(search, _LazySearch) else _LazySearch(self.registry, search)
+        self.call_tool = call_tool
 
     def derive(self, *, task_id: str | None, mode: str | None, policy: Policy | None) -> _State:
         return _State(
@@ -318,7 +377,13 @@ class _State:
             task_id=task_id if task_id is not None else self.task_id,
             store=self.store,
             policy=policy if policy is not None else self.explicit_policy,
+            search=self.searcher,
+            call_tool=self.call_tool,
         )
+
+    @property
+    def discovery(self) -> bool:
+        return self.mode.config.discovery
 
     @property
     def policy(self) -> Policy:
@@ -331,7 +396,12 @@ class _State:
     def prompt(self, session: TaskSession | None = None) -> ComposedPrompt:
         """This request's composed prompt under the policy."""
         session = session or self.session
-        if self.policy == "every_turn":
+        # A discovery mode's prompt depends only on the tools tool_search found in this task (not on the FIFO),
+        # and discovery only appends to its tool list. Pinning it (task_start / inline) would hide the tools
+        # found, so it is recomposed under every policy: it changes only when a search adds tools, and then only
+        # at the end of the composed tools (before tool_search / fetch) and of the system prompt; the prefix
+        # before the discovered tools stays byte-identical (composing is pure and cached per discovered set).
+        if self.policy == "every_turn" or self.discovery:
             return self.composer.compose(self.mode, session)
         key = f"{self.registry.fingerprint}/{self.mode.slug}"
         return session.pinned_prompt(key, lambda: self.composer.compose(self.mode, session))
@@ -340,7 +410,9 @@ class _State:
         """The request parameters with the composed system prompt and tools merged in."""
         out = dict(params)
         prompt = self.prompt()
-        stable = self.policy != "every_turn" or self.mode.recent_size == 0
+        # A discovery mode ignores the FIFO: its system text is fixed for the task, and its tool list only grows
+        # after the permanent tools (see prompt()), so the tool breakpoint goes on the last permanent tool.
+        stable = self.discovery or self.policy != "every_turn" or self.mode.recent_size == 0
         caller_system = _system_blocks(out.pop("system", None))
         raw_tools = out.pop("tools", None)
         caller_tools = [] if raw_tools is None or isinstance(raw_tools, anthropic.Omit) else list(raw_tools)
@@ -369,8 +441,16 @@ class _State:
 
         taken = {t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None) for t in caller_tools}
         composed = [dict(t) for t in prompt.tools if t["name"] not in taken]
-        if composed and stable and budget > 0:
-            composed[-1]["cache_control"] = dict(EPHEMERAL)
+        if self.call_tool and prompt.style != "text" and CALL_TOOL_NAME not in taken:
+            composed.append(call_tool_definition(self.mode))  # fixed per mode: last, after fetch
+        if self.discovery:
+            permanent = set(self.mode.permanent)
+            fixed = [i for i, t in enumerate(composed) if t["name"] in permanent]
+            mark = fixed[-1] if fixed else None
+        else:
+            mark = len(composed) - 1 if composed else None
+        if mark is not None and stable and budget > 0:
+            composed[mark]["cache_control"] = dict(EPHEMERAL)
         tools = [*caller_tools, *composed]
         if tools:
             out["tools"] = tools
@@ -474,6 +554,13 @@ class _ClientBase:
         """Answer a ``fetch_tool_description`` call in this mode (same access check as everything else)."""
         return _Loop.fetch(self._state, self._state.session, tool_input)
 
+    def answer_tool_search(self, tool_input: Mapping[str, Any] | Any) -> SearchToolResult:
+        """Answer a ``tool_search`` call (discovery modes): the tools found join this task's tool list from the
+        next request on. Outside a discovery mode the result is an error."""
+        if not self._state.discovery:
+            return SearchToolResult(f"Error: mode {self._state.mode.slug!r} has no {TOOL_SEARCH_NAME}.", True)
+        return handle_tool_search(self._state.searcher.get(), self._state.mode, tool_input, session=self._state.session)
+
 
 class ComposedClient(_ClientBase):
     """An ``anthropic.Anthropic`` whose ``messages`` are composed for one task and mode. See :func:`wrap`."""
@@ -488,10 +575,19 @@ class ComposedClient(_ClientBase):
         task_id: str,
         store: SessionStore | None = None,
         policy: Policy | None = None,
+        search: ToolSearch | None = None,
+        call_tool: bool = False,
     ) -> None:
         self._client = client
         self._state = _State(
-            composer=composer, registry=registry, mode=mode, task_id=task_id, store=store, policy=policy
+            composer=composer,
+            registry=registry,
+            mode=mode,
+            task_id=task_id,
+            store=store,
+            policy=policy,
+            search=search,
+            call_tool=call_tool,
         )
         self.messages = ComposedMessages(client.messages, self._state)
 
@@ -533,11 +629,12 @@ class ComposedClient(_ClientBase):
         labelled text blocks (see the module docstring); everything else is the same.
 
         ``task`` is the user's message (or a whole initial message list). ``executors`` maps tool names to
-        callables ``(input) -> output``; ``fetch_tool_description`` is answered here. ``approve`` runs before
-        each tool (``False`` denies it); ``on_iteration`` sees each step. Other keyword arguments (``system``,
-        ``tools``, ``temperature`` …) go to every request. Raises :class:`MaxIterationsError` when the model
-        still asks for tools after ``max_iterations`` requests, and lets SDK errors through with the partial
-        result attached (see :func:`partial_result`).
+        callables ``(input) -> output``; ``fetch_tool_description`` (and ``tool_search`` in a discovery mode) is
+        answered here, and a ``call_tool`` call (``call_tool=True``) runs its inner tool's executor. ``approve``
+        runs before each tool (``False`` denies it); ``on_iteration`` sees each step. Other keyword arguments
+        (``system``, ``tools``, ``temperature`` …) go to every request. Raises :class:`MaxIterationsError`
+        when the model still asks for tools after ``max_iterations`` requests, and lets SDK errors through with the
+        partial result attached (see :func:`partial_result`).
         """
         loop = _Loop(self._state, task, executors, max_iterations, params)
         for index in range(1, max_iterations + 1):
@@ -574,10 +671,19 @@ class AsyncComposedClient(_ClientBase):
         task_id: str,
         store: SessionStore | None = None,
         policy: Policy | None = None,
+        search: ToolSearch | None = None,
+        call_tool: bool = False,
     ) -> None:
         self._client = client
         self._state = _State(
-            composer=composer, registry=registry, mode=mode, task_id=task_id, store=store, policy=policy
+            composer=composer,
+            registry=registry,
+            mode=mode,
+            task_id=task_id,
+            store=store,
+            policy=policy,
+            search=search,
+            call_tool=call_tool,
         )
         self.messages = AsyncComposedMessages(client.messages, self._state)
 
@@ -648,11 +754,15 @@ def wrap(
     task_id: str,
     store: SessionStore | None = None,
     policy: Policy | None = None,
+    search: ToolSearch | None = None,
+    call_tool: bool = False,
 ) -> Any:
     """Wrap ``anthropic.Anthropic`` (→ :class:`ComposedClient`) or ``AsyncAnthropic`` (→ :class:`AsyncComposedClient`).
 
     ``composer`` (or ``registry``, default: the shipped docs) decides what is composed; ``store`` keeps the task
     sessions (default: a fresh :class:`InMemorySessionStore`); ``policy`` overrides the mode's promotion policy.
+    ``search`` answers ``tool_search`` in discovery modes (default: ``ToolSearch(registry)``, built on the first
+    search); ``call_tool=True`` adds the ``call_tool`` tool and lets the loop answer it (see the module docstring).
     """
     kwargs: dict[str, Any] = {
         "composer": composer,
@@ -661,6 +771,8 @@ def wrap(
         "task_id": task_id,
         "store": store,
         "policy": policy,
+        "search": search,
+        "call_tool": call_tool,
     }
     if isinstance(client, anthropic.AsyncAnthropic):
         return AsyncComposedClient(client, **kwargs)
@@ -745,13 +857,15 @@ def text_tool_result(name: str, texts: Iterable[str], *, is_error: bool = False)
 @dataclass(frozen=True)
 class _Call:
     """A call to answer: a native ``tool_use`` block or a text-style ``tool_call`` block (``problem`` set when
-    the block could not be read)."""
+    the block could not be read); ``via`` is ``"call_tool"`` for the inner call a ``call_tool`` call unwrapped to
+    (same id and style)."""
 
     id: str
     name: str
     input: Mapping[str, Any]
     style: Literal["native", "text"] = "native"
     problem: str | None = None
+    via: str | None = None
 
 
 def _output_text(value: Any) -> str:
@@ -789,6 +903,9 @@ class _Loop:
         self.params = dict(params)
         tools = self.params.get("tools") or []
         self.caller_tools = {t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None) for t in tools}
+        # The tools the loop answers itself (a caller's tool of the same name is the caller's).
+        self.searching = state.discovery and TOOL_SEARCH_NAME not in self.caller_tools
+        self.unwrapping = state.call_tool and CALL_TOOL_NAME not in self.caller_tools
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
@@ -829,29 +946,42 @@ class _Loop:
 
     def call_sync(self, call: _Call, iteration: int, approve: Callable[[PendingCall], bool] | None) -> ToolCallRecord:
         """Answer one call, whatever its style: checks, then approval, then the executor."""
-        record = self.precheck(call, iteration)
-        if record is not None:
-            return record
-        if approve is not None and not approve(self.pending(call, iteration)):
-            return self.denied(call, iteration)
-        return self.execute_sync(call, iteration)
+        resolved = self.resolve(call, iteration)
+        if isinstance(resolved, ToolCallRecord):
+            return resolved
+        if approve is not None and not approve(self.pending(resolved, iteration)):
+            return self.denied(resolved, iteration)
+        return self.execute_sync(resolved, iteration)
 
     async def call_async(
         self, call: _Call, iteration: int, approve: Callable[[PendingCall], bool | Awaitable[bool]] | None
     ) -> ToolCallRecord:
         """:meth:`call_sync` for the async loop: ``approve`` and the executor may be coroutines."""
-        record = self.precheck(call, iteration)
-        if record is not None:
-            return record
+        resolved = self.resolve(call, iteration)
+        if isinstance(resolved, ToolCallRecord):
+            return resolved
         if approve is not None:
-            verdict = approve(self.pending(call, iteration))
+            verdict = approve(self.pending(resolved, iteration))
             if not (await verdict if inspect.isawaitable(verdict) else verdict):
-                return self.denied(call, iteration)
-        return await self.execute_async(call, iteration)
+                return self.denied(resolved, iteration)
+        return await self.execute_async(resolved, iteration)
 
     @staticmethod
     def pending(call: _Call, iteration: int) -> PendingCall:
-        return PendingCall(call.id, call.name, call.input, iteration)
+        return PendingCall(call.id, call.name, call.input, iteration, call.via)
+
+    def resolve(self, call: _Call, iteration: int) -> _Call | ToolCallRecord:
+        """The call to approve and run (a ``call_tool`` call unwrapped to its inner call), or the record of a
+        call answered here without an executor."""
+        if call.problem is None and call.name == CALL_TOOL_NAME and self.unwrapping:
+            checked = check_call(self.state.registry, self.state.mode, call.input)
+            if isinstance(checked, CallResult):  # no name, not in the mode, bad arguments, a refused path
+                reason = checked.content.removeprefix("Error: ")
+                return self._record(call, iteration, checked.content, reason, 0.0)
+            name, arguments = checked
+            call = replace(call, name=name, input=arguments, via=CALL_TOOL_NAME)
+        record = self.precheck(call, iteration)
+        return call if record is None else record
 
     def precheck(self, call: _Call, iteration: int) -> ToolCallRecord | None:
         """The record of a call answered without running an executor (unreadable block, fetch, refusal), or
@@ -864,6 +994,10 @@ class _Loop:
             fetched = self.fetch(self.state, self.session, call.input)
             error = "fetch refused" if fetched.is_error else None
             return self._record(call, iteration, fetched.content, error, 0.0)
+        if call.name == TOOL_SEARCH_NAME and self.searching and call.via is None:
+            # The tools found join the session; the next request's prompt lists them (see _State.prompt).
+            found = handle_tool_search(self.state.searcher.get(), mode, call.input, session=self.session)
+            return self._record(call, iteration, found.content, found.content if found.is_error else None, 0.0)
         if call.name not in self.caller_tools and not mode.allows(call.name):
             if call.name in self.state.registry.tools:
                 hint = ", ".join(closest_names(call.name, mode.allowed))
@@ -924,12 +1058,24 @@ class _Loop:
         ):
             expanded = True
         return ToolCallRecord(
-            call.id, call.name, call.input, output, False, None, duration, iteration, executed=True, expanded=expanded
+            call.id,
+            call.name,
+            call.input,
+            output,
+            False,
+            None,
+            duration,
+            iteration,
+            executed=True,
+            expanded=expanded,
+            via=call.via,
         )
 
     @staticmethod
     def _record(call: _Call, iteration: int, text: str, error: str | None, duration: float) -> ToolCallRecord:
-        return ToolCallRecord(call.id, call.name, call.input, text, error is not None, error, duration, iteration)
+        return ToolCallRecord(
+            call.id, call.name, call.input, text, error is not None, error, duration, iteration, via=call.via
+        )
 
     # -- closing one iteration ---------------------------------------------------------------------
 
@@ -945,8 +1091,8 @@ class _Loop:
                 texts = [record.output]
                 if record.expanded:
                     texts.append(inline_text(self.state.registry, record.name))
-                if call.style == "text":
-                    text.append(text_tool_result(record.name, texts, is_error=record.is_error))
+                if call.style == "text":  # labelled with the name the model called (call_tool, not its inner tool)
+                    text.append(text_tool_result(call.name, texts, is_error=record.is_error))
                 else:
                     native.append(_tool_result(record.id, texts, is_error=record.is_error))
             self.result.messages.append({"role": "user", "content": [*native, *text]})
