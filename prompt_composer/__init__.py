@@ -24,10 +24,10 @@ from .docs import GroupDoc, Origin, ToolDoc
 from .errors import (
     EmbeddingUnavailable,
     ImporterError,
+    InputFileError,
     LoadError,
     Problem,
     PromptComposerError,
-    QueryFileError,
     UnknownModeError,
     UnknownToolError,
 )
@@ -54,6 +54,7 @@ __all__ = [
     "GroupDoc",
     "ImporterError",
     "InMemorySessionStore",
+    "InputFileError",
     "LoadError",
     "Mode",
     "ModeAudit",
@@ -61,7 +62,6 @@ __all__ = [
     "Origin",
     "Problem",
     "PromptComposerError",
-    "QueryFileError",
     "Registry",
     "SearchResult",
     "Selection",

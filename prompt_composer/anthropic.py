@@ -406,10 +406,15 @@ class _State:
         key = f"{self.registry.fingerprint}/{self.mode.slug}"
         return session.pinned_prompt(key, lambda: self.composer.compose(self.mode, session))
 
-    def prepare(self, params: Mapping[str, Any], *, breakpoints: bool = True) -> tuple[dict[str, Any], ComposedPrompt]:
-        """The request parameters with the composed system prompt and tools merged in."""
+    def prepare(
+        self, params: Mapping[str, Any], *, breakpoints: bool = True, session: TaskSession | None = None
+    ) -> tuple[dict[str, Any], ComposedPrompt]:
+        """The request parameters with the composed system prompt and tools merged in.
+
+        The tool loop passes its own ``session``: it must compose from the session it records into, even if
+        the store has meanwhile expired or evicted that task."""
         out = dict(params)
-        prompt = self.prompt()
+        prompt = self.prompt(session)
         # A discovery mode ignores the FIFO: its system text is fixed for the task, and its tool list only grows
         # after the permanent tools (see prompt()), so the tool breakpoint goes on the last permanent tool.
         stable = self.discovery or self.policy != "every_turn" or self.mode.recent_size == 0
@@ -913,7 +918,7 @@ class _Loop:
 
     def request(self, *, model: str, max_tokens: int) -> tuple[dict[str, Any], ComposedPrompt]:
         return self.state.prepare({**self.params, "model": model, "max_tokens": max_tokens,
-                                   "messages": self.result.messages})  # fmt: skip
+                                   "messages": self.result.messages}, session=self.session)  # fmt: skip
 
     def receive(self, message: Message, iteration: int) -> list[_Call]:
         """Record the assistant's message; the calls it asks for, in order: its ``tool_use`` blocks (when it

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .composer import Composer, strip_descriptions
+from .composer import Composer
 from .docs import ToolDoc, count_words
 from .modes import Mode
-from .tokens import count_tools
+from .session import DEFAULT_DISCOVERED
 
 __all__ = ["AuditReport", "ModeAudit", "ToolAudit", "brief_parameter_mentions", "run_audit"]
 
@@ -108,14 +108,11 @@ def brief_parameter_mentions(doc: ToolDoc) -> list[str]:
 
 
 def _tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
-    counter = composer.counter
-    brief_def = {"name": doc.name, "description": doc.brief, "input_schema": strip_descriptions(doc.input_schema)}
-    full_def = {"name": doc.name, "description": doc.full, "input_schema": doc.input_schema}
     return ToolAudit(
         name=doc.name,
         group=doc.group,
-        brief_tokens=count_tools(counter, [brief_def]),
-        full_tokens=count_tools(counter, [full_def]),
+        brief_tokens=composer.definition(doc.name, full=False)[1],
+        full_tokens=composer.definition(doc.name, full=True)[1],
         brief_words=count_words(doc.brief),
         brief_source=doc.brief_source,
     )
@@ -126,10 +123,16 @@ def _mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit
     candidates = [n for n in mode.allowed if n not in permanent]
     # The largest expansions: what a full FIFO adds over the brief forms it replaces.
     largest = sorted(candidates, key=lambda n: (-(tool_audits[n].full_tokens - tool_audits[n].brief_tokens), n))
-    worst_recent = tuple(n for n in mode.allowed if n in set(largest[: mode.recent_size]))
     baseline = composer.baseline(mode).tokens.total
-    composed = composer.compose(mode, recent=()).tokens.total
-    worst = composer.compose(mode, recent=worst_recent).tokens.total
+    if mode.config.discovery:
+        # A discovery mode's list grows with what tool_search finds, up to the session's limit.
+        worst_recent = tuple(largest[:DEFAULT_DISCOVERED])
+        composed = composer.compose_discovery(mode, ()).tokens.total
+        worst = composer.compose_discovery(mode, worst_recent).tokens.total
+    else:
+        worst_recent = tuple(n for n in mode.allowed if n in set(largest[: mode.recent_size]))
+        composed = composer.compose(mode, recent=()).tokens.total
+        worst = composer.compose(mode, recent=worst_recent).tokens.total
     return ModeAudit(
         mode=mode.slug,
         tools=len(mode.allowed),

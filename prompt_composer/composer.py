@@ -9,9 +9,10 @@ tool doc is printed as those characters.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,15 +224,11 @@ class Composer:
             view = session.recent(resolved) if session is not None else ()
         else:
             view = self._view_of(resolved, recent)
-        key = (self.registry.fingerprint, resolved.slug, view)
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        prompt = self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view)
-        with self._lock:
-            self._cache[key] = prompt
-        return prompt
+        return self._cached(
+            resolved,
+            view,
+            lambda: self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view),
+        )
 
     def compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
         """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
@@ -245,12 +242,24 @@ class Composer:
             if resolved.allows(name) and name not in permanent and name not in seen:
                 seen.add(name)
                 view.append(name)
-        key = (self.registry.fingerprint, resolved.slug, ("\0discovery", *view))
+        return self._cached(
+            resolved,
+            ("\0discovery", *view),
+            lambda: self.render(resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view)),
+        )
+
+    def _cached(self, mode: Mode, view: tuple[str, ...], build: Callable[[], ComposedPrompt]) -> ComposedPrompt:
+        """The cache, keyed on (registry fingerprint, mode, FIFO view). A Mode object that is not the registry's
+        own (built or altered by the caller) is rendered without the cache, since its slug no longer says what
+        it holds."""
+        if self.registry.modes.get(mode.slug) is not mode:
+            return build()
+        key = (self.registry.fingerprint, mode.slug, view)
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
-        prompt = self.render(resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view))
+        prompt = build()
         with self._lock:
             self._cache[key] = prompt
         return prompt
@@ -345,7 +354,7 @@ class Composer:
         tool_tokens = 0
         if not text_style:
             for name in allowed:
-                definition, n_tokens = self._definition(name, full=name in full)
+                definition, n_tokens = self.definition(name, full=name in full)
                 native.append(definition)
                 tool_tokens += n_tokens
             if discovery:
@@ -373,14 +382,16 @@ class Composer:
             discovery=discovery,
         )
 
-    def _definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
-        """A tool's native definition (full or brief) and its token count, built once per composer."""
+    def definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
+        """A tool's native definition (full or brief) and its token count, built once per composer.
+
+        The schema is a private copy, so a caller editing a composed tool cannot reach the registry's docs."""
         key = (name, full)
         cached = self._definitions.get(key)
         if cached is None:
             doc = self.registry.tools[name]
             if full:
-                definition = {"name": name, "description": doc.full, "input_schema": doc.input_schema}
+                definition = {"name": name, "description": doc.full, "input_schema": copy.deepcopy(doc.input_schema)}
             else:
                 definition = {
                     "name": name,

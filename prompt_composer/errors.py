@@ -7,7 +7,7 @@
     ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
     ├── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
     ├── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
-    ├── QueryFileError       an evaluation query file is unreadable or has a malformed line
+    ├── InputFileError       a query or trace file is unreadable or has a malformed line (path:line)
     └── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
 
 Errors carry their context as attributes so callers never parse messages.
@@ -22,10 +22,10 @@ from pathlib import Path
 __all__ = [
     "EmbeddingUnavailable",
     "ImporterError",
+    "InputFileError",
     "LoadError",
     "Problem",
     "PromptComposerError",
-    "QueryFileError",
     "UnknownModeError",
     "UnknownToolError",
 ]
@@ -84,8 +84,8 @@ class ImporterError(PromptComposerError):
     """An import failed: a bad tool list, an MCP server that failed, a bad ``.roomodes``. Nothing was written."""
 
 
-class QueryFileError(PromptComposerError):
-    """A query file that cannot be read or has a malformed line."""
+class InputFileError(PromptComposerError):
+    """A JSONL input (eval queries, replay traces) that cannot be read or has a malformed line."""
 
 
 class EmbeddingUnavailable(PromptComposerError):

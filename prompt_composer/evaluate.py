@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import QueryFileError
+from .errors import InputFileError
 
-__all__ = ["EvalQuery", "EvalReport", "QueryFileError", "evaluate", "load_queries"]
+__all__ = ["EvalQuery", "EvalReport", "InputFileError", "evaluate", "load_queries"]
 
 MAX_MISSES = 20
 
@@ -32,7 +32,7 @@ def load_queries(path: str | Path) -> list[EvalQuery]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise QueryFileError(f"{path}: cannot read: {exc}") from exc
+        raise InputFileError(f"{path}: cannot read: {exc}") from exc
     queries: list[EvalQuery] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -40,16 +40,16 @@ def load_queries(path: str | Path) -> list[EvalQuery]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise QueryFileError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
+            raise InputFileError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
         tools = row.get("tools", row.get("relevant")) if isinstance(row, dict) else None
         query = row.get("query") if isinstance(row, dict) else None
         if not isinstance(query, str) or not query.strip():
-            raise QueryFileError(f'{path}:{number}: needs a non-empty "query" string')
+            raise InputFileError(f'{path}:{number}: needs a non-empty "query" string')
         if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
-            raise QueryFileError(f'{path}:{number}: needs "tools": a non-empty list of tool names')
+            raise InputFileError(f'{path}:{number}: needs "tools": a non-empty list of tool names')
         queries.append(EvalQuery(query, tuple(dict.fromkeys(tools))))
     if not queries:
-        raise QueryFileError(f"{path}: no queries")
+        raise InputFileError(f"{path}: no queries")
     return queries
 
 

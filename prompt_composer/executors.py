@@ -77,7 +77,10 @@ class Workspace:
         """The real path of ``path`` (relative to the workspace), refused if it is absolute or leaves it."""
         if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() or path.startswith("~"):
             raise ExecutorError(f"path {path!r} is absolute; give a path relative to the workspace")
-        candidate = (self.root / path).resolve()
+        try:
+            candidate = (self.root / path).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loop (RuntimeError on 3.11), NUL byte, too long
+            raise ExecutorError(f"path {path!r} cannot be resolved: {exc}") from None
         if not self.contains(candidate):
             raise ExecutorError(f"path {path!r} resolves outside the workspace; access refused")
         return candidate
@@ -93,7 +96,7 @@ class Workspace:
         """Whether ``path`` (found by walking) really lives inside the workspace, symlinks followed."""
         try:
             return self.contains(path.resolve())
-        except OSError:
+        except (OSError, RuntimeError, ValueError):  # a symlink loop is skipped, not fatal to the whole walk
             return False
 
     # -- tools ---------------------------------------------------------------------------------------

@@ -637,7 +637,9 @@ def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> Imp
     registry = _validated(merged.values(), existing, out)
     for change in changes:
         if change.action != "unchanged":
-            files[f"{change.name}.yaml"] = doc_yaml(registry.tools[change.name])
+            # Rewrite a doc where it lives: a second file beside a hand-renamed `.yml` would be a duplicate.
+            stem = f"{change.name}.yml" if (out / f"{change.name}.yml").is_file() else f"{change.name}.yaml"
+            files[stem] = doc_yaml(registry.tools[change.name])
     new_state = {"version": _STATE_VERSION, "tools": dict(sorted(records.items())), "modes": state["modes"]}
     if files or new_state != state:
         files[STATE_FILE] = json.dumps(new_state, indent=2, ensure_ascii=False) + "\n"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .composer import ComposedPrompt, Composer
+from .errors import InputFileError
 from .fetch import fetch_tool_doc
 from .modes import Mode
 from .promotion import DEFAULT_POLICY, POLICIES, inline_text
@@ -322,17 +323,20 @@ def load_traces(path: str | Path, *, tool_map: Mapping[str, str] = SWE_AGENT_TOO
     refused by every mode that does not allow it).
     """
     tasks: list[Task] = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                steps = [s["tool"] for s in record["steps"]]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: not a trace record: {exc}") from None
-            tools = tuple(tool_map.get(t, t) for t in steps if t != MALFORMED)
-            tasks.append(Task(str(record.get("id", number)), tools, str(record.get("model", ""))))
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"{path}: cannot read traces: {exc}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            steps = [s["tool"] for s in record["steps"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputFileError(f"{path}:{number}: not a trace record: {exc}") from None
+        tools = tuple(tool_map.get(t, t) for t in steps if t != MALFORMED)
+        tasks.append(Task(str(record.get("id", number)), tools, str(record.get("model", ""))))
     return tasks
 
 

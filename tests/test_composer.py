@@ -262,3 +262,40 @@ def test_text_style_discovery_puts_found_tools_last_under_their_own_heading(mini
     assert found.system_recent.startswith("====\nDISCOVERED TOOLS")
     assert "FULL TEXT OF GLOB" in found.system_recent
     assert "RECENTLY USED" not in found.system
+
+
+def test_a_mode_object_altered_by_the_caller_is_not_served_from_the_cache(mini_registry: Registry) -> None:
+    import dataclasses
+
+    composer = Composer(mini_registry)
+    code = mini_registry.mode("code")
+    assert composer.compose(code).style == "native"
+    altered = dataclasses.replace(code, config=code.config.model_copy(update={"tool_style": "text"}))
+    assert composer.compose(altered).style == "text"
+    assert composer.compose(code).style == "native"
+
+
+def test_editing_composed_tools_cannot_reach_the_registry(mini_registry: Registry) -> None:
+    from prompt_composer.providers import tools_for
+
+    composer = Composer(mini_registry)
+    prompt = composer.compose("code")
+    for provider in ("anthropic", "openai"):
+        for tool in tools_for(provider, prompt.tools):  # type: ignore[arg-type]
+            schema = tool.get("input_schema") or tool["function"]["parameters"]
+            schema["properties"]["injected"] = {"type": "string"}
+    prompt.tools[0]["input_schema"]["properties"]["injected"] = {"type": "string"}
+    assert all("injected" not in doc.input_schema["properties"] for doc in mini_registry.tools.values())
+    assert "injected" not in Composer(mini_registry).compose("code").tools[0]["input_schema"]["properties"]
+
+
+def test_audit_worst_case_of_a_discovery_mode_counts_the_tools_it_may_find(mini_registry: Registry) -> None:
+    from prompt_composer import run_audit
+
+    docs = list(mini_registry.tools.values())
+    registry = Registry.from_docs(docs, [make_mode("find", groups=["read", "edit", "command"], discovery=True)])
+    report = run_audit(Composer(registry))
+    (mode,) = report.modes
+    assert set(mode.worst_recent) == {"glob", "list_files", "write_to_file", "apply_diff", "execute_command"}
+    everything = Composer(registry).compose_discovery("find", mode.worst_recent).tokens.total
+    assert mode.worst_tokens == everything > mode.composed_tokens

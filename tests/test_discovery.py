@@ -24,7 +24,7 @@ from prompt_composer.discovery import (
     validate_arguments,
 )
 from prompt_composer.docs import GroupDoc
-from prompt_composer.evaluate import EvalQuery, QueryFileError, evaluate, load_queries
+from prompt_composer.evaluate import EvalQuery, InputFileError, evaluate, load_queries
 from prompt_composer.fetch import FETCH_TOOL_NAME
 from prompt_composer.search import ToolSearch
 
@@ -394,7 +394,7 @@ def test_load_queries_accepts_relevant_and_reports_bad_lines(tmp_path: Path) -> 
     assert load_queries(good) == [EvalQuery("a", ("x",)), EvalQuery("b", ("y",))]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a", "tools": ["x"]}\n{"query": "b"}\n', encoding="utf-8")
-    with pytest.raises(QueryFileError, match=r"bad.jsonl:2"):
+    with pytest.raises(InputFileError, match=r"bad.jsonl:2"):
         load_queries(bad)
 
 

@@ -113,3 +113,15 @@ def test_limits_are_stated_in_the_output(tree: Path) -> None:
 def test_workspace_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ExecutorError, match="not a directory"):
         Workspace(tmp_path / "nope")
+
+
+def test_a_symlink_loop_is_skipped_by_walks_and_refused_by_reads(tree: Path) -> None:
+    (tree / "loop").symlink_to("loop")
+    tools = workspace_executors(tree)
+    assert "loop" not in str(tools["list_files"]({"path": ".", "recursive": True}))
+    assert "loop" not in str(tools["glob"]({"pattern": "*"}))
+    tools["search_files"]({"path": ".", "regex": "x"})  # does not raise
+    with pytest.raises(ExecutorError, match="cannot be resolved"):
+        tools["read_file"]({"path": "loop"})
+    with pytest.raises(ExecutorError, match="cannot be resolved"):
+        tools["read_file"]({"path": "a\0b"})

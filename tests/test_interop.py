@@ -401,3 +401,15 @@ def test_compose_provider_openai(capsys: pytest.CaptureFixture[str]) -> None:
     names = [t["function"]["name"] for t in data["tools"]]
     code, stdout, _ = run_cli(capsys, "compose", "--mode", "code", "--format", "json")
     assert [t["name"] for t in json.loads(stdout)["tools"]] == names
+
+
+def test_reimport_rewrites_a_doc_where_it_lives_even_as_yml(tmp_path: Path) -> None:
+    source = tmp_path / "svc.json"
+    out = tmp_path / "docs"
+    write_json(source, _mcp_list(("alpha", "Alpha does one thing.")))
+    import_json(source, out)
+    (out / "alpha.yaml").rename(out / "alpha.yml")
+    write_json(source, _mcp_list(("alpha", "Alpha does a new thing.")))
+    import_json(source, out)
+    assert not (out / "alpha.yaml").exists()
+    assert "Alpha does a new thing." in load_registry(out).tools["alpha"].full

@@ -29,7 +29,7 @@ PUBLIC = {
     "Origin",
     "Problem",
     "PromptComposerError",
-    "QueryFileError",
+    "InputFileError",
     "Registry",
     "SearchResult",
     "Selection",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from prompt_composer import Composer, Registry
+from prompt_composer import Composer, InputFileError, Registry
 from prompt_composer.cli import main
 from prompt_composer.fetch import fetch_tool_doc
 from prompt_composer.promotion import DEFAULT_POLICY, inline_text
@@ -108,7 +108,7 @@ def test_load_traces_maps_tools_and_skips_malformed(tmp_path: Path) -> None:
     path.write_text(json.dumps(record) + "\n\n")
     assert load_traces(path) == [Task("x", ("read_file", "attempt_completion"), "m")]
     path.write_text("{}\n")
-    with pytest.raises(ValueError, match=r"t\.jsonl:1"):
+    with pytest.raises(InputFileError, match=r"t\.jsonl:1"):
         load_traces(path)
 
 
@@ -156,3 +156,10 @@ def test_cli_replay_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert out["doubao"]["steps"] == 1
     assert main(["replay", "--mode", "ask"]) == 0
     assert "recommended: inline" in capsys.readouterr().out
+
+
+def test_replay_cli_reports_a_missing_traces_file_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--traces", "/nonexistent/traces.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: /nonexistent/traces.jsonl: cannot read traces")
+    assert "Traceback" not in err

@@ -11,7 +11,7 @@ from typing import Any
 from ..composer import Composer
 from ..promotion import POLICIES
 from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
-from .core import registry_of
+from .core import positive_int, registry_of
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
@@ -28,8 +28,8 @@ def register(sub: Any) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--workspace", default=".", help="folder the read-only tools may read (default: .)")
     p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
-    p.add_argument("--max-iterations", type=int, default=25)
-    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--max-iterations", type=positive_int, default=25)
+    p.add_argument("--max-tokens", type=positive_int, default=4096)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_run)
 
@@ -38,7 +38,9 @@ def register(sub: Any) -> None:
     p.add_argument("--mode", action="append", help="replay in this mode (repeatable; default: every mode)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--no-fetch", action="store_true", help="assume the model uses a brief tool without fetching")
-    p.add_argument("--result-tokens", type=int, default=ReplayParams.result_tokens, help="tokens per tool result")
+    p.add_argument(
+        "--result-tokens", type=positive_int, default=ReplayParams.result_tokens, help="tokens per tool result"
+    )
     p.set_defaults(handler=cmd_replay)
 
 

@@ -46,6 +46,17 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_audit)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type for counts and limits: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def registry_of(args: argparse.Namespace) -> Registry:
     return load_registry(args.docs)
 

@@ -12,6 +12,7 @@ from ..discovery import render_search_result
 from ..evaluate import evaluate, load_queries
 from ..registry import load_registry
 from ..search import SearchStrategy, ToolSearch
+from .core import positive_int
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
@@ -20,7 +21,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("search", help="search a mode's tools, as tool_search does")
     p.add_argument("query")
     p.add_argument("--mode", required=True)
-    p.add_argument("--limit", type=_positive, default=5)
+    p.add_argument("--limit", type=positive_int, default=5)
     p.add_argument(
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )
@@ -35,13 +36,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=cmd_eval)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _quiet_search_logs() -> None:
