@@ -246,14 +246,23 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Prob
         return None, lines, list(validation_problems(path, lines, exc))
 
 
+def load_named_model(path: Path, model: type[M], key: str) -> tuple[M | None, LineMap, list[Problem]]:
+    """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
+    obj, lines, problems = load_model(path, model)
+    if obj is not None and getattr(obj, key) != path.stem:
+        message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
+        return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]
+    return obj, lines, problems
+
+
+def yaml_files(folder: Path) -> list[Path]:
+    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist), in a stable order."""
+    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+
+
 def load_tool_file(path: Path) -> tuple[ToolDoc | None, list[Problem]]:
     """Load one tool doc; its ``name`` must equal the file's stem."""
-    doc, lines, problems = load_model(path, ToolDoc)
-    if doc is not None and doc.name != path.stem:
-        problems.append(
-            Problem(path, line_of(lines, ("name",)), f"name {doc.name!r} must equal the file name {path.stem!r}")
-        )
-        doc = None
+    doc, _, problems = load_named_model(path, ToolDoc, "name")
     return doc, problems
 
 
@@ -270,10 +279,5 @@ class GroupDoc(BaseModel):
 
 def load_group_file(path: Path) -> tuple[GroupDoc | None, list[Problem]]:
     """Load one group doc; its ``name`` must equal the file's stem."""
-    group, lines, problems = load_model(path, GroupDoc)
-    if group is not None and group.name != path.stem:
-        problems.append(
-            Problem(path, line_of(lines, ("name",)), f"name {group.name!r} must equal the file name {path.stem!r}")
-        )
-        group = None
+    group, _, problems = load_named_model(path, GroupDoc, "name")
     return group, problems

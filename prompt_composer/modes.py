@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
-from .docs import LineMap, ToolDoc, line_of, load_model
+from .docs import LineMap, ToolDoc, line_of, load_named_model
 from .errors import Problem
 
 __all__ = [
@@ -160,13 +160,8 @@ class Mode:
 
 
 def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
-    config, lines, problems = load_model(path, ModeConfig)
-    if config is not None and config.slug != path.stem:
-        problems.append(
-            Problem(path, line_of(lines, ("slug",)), f"slug {config.slug!r} must equal the file name {path.stem!r}")
-        )
-        config = None
-    return config, lines, problems
+    """Load one mode file; its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug")
 
 
 def resolve_mode(

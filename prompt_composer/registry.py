@@ -11,7 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
+from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file, yaml_files
 from .errors import LoadError, Problem, UnknownModeError, UnknownToolError
 from .modes import Mode, ModeConfig, load_mode_file, resolve_mode
 
@@ -116,8 +116,7 @@ def load_registry(directory: str | Path | None = None) -> Registry:
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
-    files = sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
-    for path in files:
+    for path in yaml_files(root):
         doc, doc_problems = load_tool_file(path)
         problems += doc_problems
         if doc is None:
@@ -127,9 +126,7 @@ def load_registry(directory: str | Path | None = None) -> Registry:
                 problems.append(Problem(path, 1, f"duplicate tool name {doc.name!r}"))
             tools[doc.name] = doc
     modes: dict[str, Mode] = {}
-    mode_dir = root / "modes"
-    mode_files = sorted([*mode_dir.glob("*.yaml"), *mode_dir.glob("*.yml")]) if mode_dir.is_dir() else []
-    for path in mode_files:
+    for path in yaml_files(root / "modes"):
         config, lines, mode_problems = load_mode_file(path)
         problems += mode_problems
         if config is None:
@@ -141,9 +138,7 @@ def load_registry(directory: str | Path | None = None) -> Registry:
                 problems.append(Problem(path, 1, f"duplicate mode slug {config.slug!r}"))
             modes[config.slug] = mode
     groups: dict[str, GroupDoc] = {}
-    group_dir = root / "groups"
-    group_files = sorted([*group_dir.glob("*.yaml"), *group_dir.glob("*.yml")]) if group_dir.is_dir() else []
-    for path in group_files:
+    for path in yaml_files(root / "groups"):
         group, group_problems = load_group_file(path)
         problems += group_problems
         if group is not None:
