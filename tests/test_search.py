@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -15,7 +16,14 @@ import pytest
 from prompt_composer import ModeConfig, Registry, ToolDoc, load_registry
 from prompt_composer import embeddings as embeddings_module
 from prompt_composer.embeddings import EmbeddingUnavailable
-from prompt_composer.search import LexicalIndex, ToolSearch, doc_fingerprint, split_identifier, tokenize
+from prompt_composer.search import (
+    LexicalIndex,
+    ToolSearch,
+    doc_fingerprint,
+    semantic_texts,
+    split_identifier,
+    tokenize,
+)
 
 # --- a small registry with a tool no mode but "admin" may see -------------------------------------------
 
@@ -309,8 +317,13 @@ def test_empty_registry_selects_nothing() -> None:
 def test_tool_vectors_are_cached_per_doc_fingerprint(registry: Registry, tmp_path: Any) -> None:
     cache = tmp_path / "vectors.npz"
     first = WordEmbedder()
-    ToolSearch(registry, embedder=first, cache_path=cache).tool_vectors()
-    assert len(first.documents_embedded) == len(registry.tools) and cache.exists()
+    vectors = ToolSearch(registry, embedder=first, cache_path=cache).tool_vectors()
+    texts = {t for d in registry.tools.values() for t in semantic_texts(d)}
+    assert sorted(first.documents_embedded) == sorted(texts) and cache.exists()
+    # a tool's vector is the mean of its texts' vectors
+    apply_diff = list(registry.tools).index("apply_diff")
+    own = first.embed_documents(semantic_texts(registry.tools["apply_diff"]))
+    assert np.allclose(vectors[apply_diff], own.mean(axis=0))
 
     edited = [d if d.name != "apply_diff" else d.model_copy(update={"brief": "Patch a file in place."}) for d in DOCS]
     changed = Registry.from_docs(edited, [mode("code", ["read", "edit", "command"])])
@@ -318,8 +331,9 @@ def test_tool_vectors_are_cached_per_doc_fingerprint(registry: Registry, tmp_pat
     assert doc_fingerprint(changed.tools["read_file"]) == doc_fingerprint(registry.tools["read_file"])
     second = WordEmbedder()
     ToolSearch(changed, embedder=second, cache_path=cache).tool_vectors()
-    assert len(second.documents_embedded) == 1  # only the edited doc is embedded again
-    assert "Patch a file in place." in second.documents_embedded[0]
+    # only the edited doc's changed texts are embedded again
+    assert second.documents_embedded
+    assert all("Patch a file in place." in text for text in second.documents_embedded)
 
 
 def test_shipped_docs_keyword_search() -> None:
@@ -338,3 +352,14 @@ def test_shipped_docs_keyword_search() -> None:
             assert not any(n.startswith("debug_") for n in names)
         else:
             assert expected in names[:3], (query, names)
+
+
+def test_hybrid_fusion_copes_with_one_tool_and_no_spread() -> None:
+    one = Registry.from_docs([DOCS[0]], [mode("code", ["read"])])
+    search = ToolSearch(one, embedder=WordEmbedder())
+    code = one.mode("code")
+    for query in ("read a file", "xyzzy"):  # a keyword match, and none (a single cosine has no spread)
+        names, _result = search.rank(query, code, "hybrid")
+        assert names == ["read_file"]
+    hit = search.search("read a file", code, strategy="hybrid").hits[0]
+    assert hit.name == "read_file" and math.isfinite(hit.score)
