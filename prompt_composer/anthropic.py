@@ -77,7 +77,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, Self, TypeVar, cast
 
 import anthropic
 from anthropic.types import Message
@@ -513,6 +513,19 @@ class AsyncComposedMessages(_MessagesBase):
 class _ClientBase:
     _client: Any
     _state: _State
+    _messages_class: type[_MessagesBase]
+    messages: Any
+
+    def _attach(self, client: Any, state: _State) -> None:
+        self._client = client
+        self._state = state
+        self.messages = self._messages_class(client.messages, state)
+
+    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> Self:
+        """The same client, composer and session store for another task (or mode, or policy)."""
+        other = object.__new__(type(self))
+        other._attach(self._client, self._state.derive(task_id=task_id, mode=mode, policy=policy))
+        return other
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -570,6 +583,9 @@ class _ClientBase:
 class ComposedClient(_ClientBase):
     """An ``anthropic.Anthropic`` whose ``messages`` are composed for one task and mode. See :func:`wrap`."""
 
+    _messages_class = ComposedMessages
+    messages: ComposedMessages
+
     def __init__(
         self,
         client: anthropic.Anthropic,
@@ -583,26 +599,19 @@ class ComposedClient(_ClientBase):
         search: ToolSearch | None = None,
         call_tool: bool = False,
     ) -> None:
-        self._client = client
-        self._state = _State(
-            composer=composer,
-            registry=registry,
-            mode=mode,
-            task_id=task_id,
-            store=store,
-            policy=policy,
-            search=search,
-            call_tool=call_tool,
+        self._attach(
+            client,
+            _State(
+                composer=composer,
+                registry=registry,
+                mode=mode,
+                task_id=task_id,
+                store=store,
+                policy=policy,
+                search=search,
+                call_tool=call_tool,
+            ),
         )
-        self.messages = ComposedMessages(client.messages, self._state)
-
-    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> ComposedClient:
-        """The same client, composer and session store for another task (or mode, or policy)."""
-        other = object.__new__(ComposedClient)
-        other._client = self._client
-        other._state = self._state.derive(task_id=task_id, mode=mode, policy=policy)
-        other.messages = ComposedMessages(self._client.messages, other._state)
-        return other
 
     def close(self) -> None:
         self._client.close()
@@ -666,6 +675,9 @@ class ComposedClient(_ClientBase):
 class AsyncComposedClient(_ClientBase):
     """An ``anthropic.AsyncAnthropic`` whose ``messages`` are composed for one task and mode."""
 
+    _messages_class = AsyncComposedMessages
+    messages: AsyncComposedMessages
+
     def __init__(
         self,
         client: anthropic.AsyncAnthropic,
@@ -679,25 +691,19 @@ class AsyncComposedClient(_ClientBase):
         search: ToolSearch | None = None,
         call_tool: bool = False,
     ) -> None:
-        self._client = client
-        self._state = _State(
-            composer=composer,
-            registry=registry,
-            mode=mode,
-            task_id=task_id,
-            store=store,
-            policy=policy,
-            search=search,
-            call_tool=call_tool,
+        self._attach(
+            client,
+            _State(
+                composer=composer,
+                registry=registry,
+                mode=mode,
+                task_id=task_id,
+                store=store,
+                policy=policy,
+                search=search,
+                call_tool=call_tool,
+            ),
         )
-        self.messages = AsyncComposedMessages(client.messages, self._state)
-
-    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> AsyncComposedClient:
-        other = object.__new__(AsyncComposedClient)
-        other._client = self._client
-        other._state = self._state.derive(task_id=task_id, mode=mode, policy=policy)
-        other.messages = AsyncComposedMessages(self._client.messages, other._state)
-        return other
 
     async def close(self) -> None:
         await self._client.close()

@@ -20,9 +20,9 @@ from typing import Any
 import jinja2
 from cachetools import LRUCache
 
-from .discovery import TOOL_SEARCH_NAME, tool_search_definition
+from .discovery import tool_search_definition
 from .docs import ToolDoc
-from .fetch import FETCH_TOOL_NAME, fetch_tool_definition, fetch_tool_doc
+from .fetch import fetch_tool_definition, fetch_tool_doc
 from .modes import Mode
 from .registry import Registry
 from .session import TaskSession
@@ -318,7 +318,7 @@ class Composer:
         catalog_brief = [n for n in allowed if n not in catalog_full]
         if not include_fetch:
             catalog_full, catalog_brief = list(full_names), list(brief_names)
-        fetch_view = _view(_fetch_doc(mode)) if include_fetch else None
+        fetch_view = _view(_builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
         if text_style and fetch_view is not None:
             full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
         else:
@@ -330,7 +330,7 @@ class Composer:
             recent = discovered
             full_docs = [self._views[n] for n in catalog_full]
             if text_style:
-                full_docs += [_view(_search_doc()), *([fetch_view] if fetch_view else [])]
+                full_docs += [_view(_builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
         values = {
             **self._context,
             "mode": mode.config,
@@ -406,23 +406,13 @@ class Composer:
         return self._env.get_template(f"{name}.j2").render(values).strip()
 
 
-def _fetch_doc(mode: Mode) -> ToolDoc:
-    definition = fetch_tool_definition(mode)
+def _builtin_doc(definition: Mapping[str, Any]) -> ToolDoc:
+    """A doc for one of our own tools (fetch_tool_description, tool_search), so text style can render it."""
+    name, description = definition["name"], definition["description"]
     return ToolDoc(
-        name=FETCH_TOOL_NAME,
+        name=name,
         group="prompt-composer",
-        brief=definition["description"],
-        full=f"## {FETCH_TOOL_NAME}\n{definition['description']}",
-        input_schema=definition["input_schema"],
-    )
-
-
-def _search_doc() -> ToolDoc:
-    definition = tool_search_definition()
-    return ToolDoc(
-        name=TOOL_SEARCH_NAME,
-        group="prompt-composer",
-        brief=definition["description"],
-        full=f"## {TOOL_SEARCH_NAME}\n{definition['description']}",
+        brief=description,
+        full=f"## {name}\n{description}",
         input_schema=definition["input_schema"],
     )
