@@ -1,39 +1,18 @@
 """Registries built from the real tool catalogs in ../shared/corpora, for benchmarks.
 
-Each catalog tool becomes a ToolDoc named ``<server>__<tool>`` in group ``<server>``: the brief is the
-description's first sentences (within the brief limits), the full form is the whole description plus the schema.
+Each catalog tool becomes a ToolDoc named ``<server>__<tool>`` in group ``<server>``, built the way the search
+benchmark builds its corpora (:mod:`benchmarks.search_corpora`): the brief is the description's first
+sentences, the full form is the whole description plus the schema.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from benchmarks.search_corpora import CORPORA, api_name, group_name, make_doc
 from prompt_composer import ModeConfig, Registry, ToolDoc
-from prompt_composer.docs import BRIEF_MAX_WORDS
-
-CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-") or "x"
-
-
-def _brief(description: str, name: str) -> str:
-    sentences = re.split(r"(?<=[.!?])\s+", " ".join(description.split()))
-    brief = ""
-    for sentence in sentences[:3]:
-        candidate = f"{brief} {sentence}".strip()
-        if len(candidate.split()) > BRIEF_MAX_WORDS:
-            break
-        brief = candidate
-    if not brief:
-        brief = " ".join(description.split()[: BRIEF_MAX_WORDS - 1]) or f"The {name} tool"
-    brief = re.sub(r"[.!?]+(?=\s)", ",", brief)  # keep it one sentence: corpus text has odd punctuation
-    return brief.rstrip(".!? ") + "."
 
 
 def _raw_tools() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -53,19 +32,11 @@ def _raw_tools() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
 def corpus_docs(limit: int | None = None) -> list[ToolDoc]:
     docs: dict[str, ToolDoc] = {}
     for server, tool, description, schema in _raw_tools():
-        name = f"{_slug(server)}__{tool}"[:64]
-        name = re.sub(r"[^a-zA-Z0-9_-]", "_", name)
+        name = api_name(f"{group_name(server)}__{tool}")
         if name in docs:
             continue
-        schema = dict(schema or {})
-        schema.setdefault("type", "object")
-        if schema.get("type") != "object":
-            continue
-        schema.setdefault("properties", {})
-        full = f"## {name}\n{description or '(no description)'}\n\nInput schema:\n{json.dumps(schema, indent=2)}"
-        docs[name] = ToolDoc(
-            name=name, group=_slug(server), brief=_brief(description, tool), full=full, input_schema=schema
-        )
+        extra = f"Input schema:\n{json.dumps(schema, indent=2)}"
+        docs[name] = make_doc(name, group_name(server), description, extra, schema)
         if limit is not None and len(docs) >= limit:
             break
     return list(docs.values())
