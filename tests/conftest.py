@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import anthropic
 import pytest
 
 from prompt_composer import Composer, ModeConfig, Registry, ToolDoc, load_registry
+from prompt_composer.testserver import Reply, ScriptedMessagesServer
 
 
 def make_doc(name: str, group: str = "read", *, params: dict[str, Any] | None = None, **kw: Any) -> ToolDoc:
@@ -63,3 +68,31 @@ def shipped() -> Registry:
 @pytest.fixture(scope="session")
 def shipped_composer(shipped: Registry) -> Composer:
     return Composer(shipped)
+
+
+@contextmanager
+def served(
+    script: Sequence[Reply], *, max_retries: int = 0
+) -> Iterator[tuple[ScriptedMessagesServer, anthropic.Anthropic]]:
+    """The scripted Messages API server and a real SDK client pointed at it."""
+    with ScriptedMessagesServer(script) as server:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=max_retries)
+        try:
+            yield server, client
+        finally:
+            client.close()
+
+
+def bodies(server: ScriptedMessagesServer) -> list[dict[str, Any]]:
+    """The JSON bodies of the Messages API requests the server received, in order."""
+    return [r.body for r in server.requests if r.path.split("?")[0] == "/v1/messages"]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace with a README, and a secret file just outside it."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\n")
+    (tmp_path / "secret.txt").write_text("secret\n")
+    return root

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
@@ -26,13 +25,13 @@ from prompt_composer.anthropic import (
 from prompt_composer.fetch import FETCH_TOOL_NAME, fetch_tool_doc
 from prompt_composer.modes import FileRestriction
 from prompt_composer.testserver import (
-    Reply,
     ScriptedMessagesServer,
     Usage,
     error_reply,
     text_reply,
     tool_use_reply,
 )
+from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode
 
@@ -55,20 +54,6 @@ def registry(**mode_kw: Any) -> Registry:
 REG = registry()
 COMPOSER = Composer(REG)
 MODE = REG.mode("work")
-
-
-@contextmanager
-def served(script: Sequence[Reply], *, max_retries: int = 0) -> Iterator[tuple[ScriptedMessagesServer, Any]]:
-    with ScriptedMessagesServer(script) as server:
-        client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=max_retries)
-        try:
-            yield server, client
-        finally:
-            client.close()
-
-
-def bodies(server: ScriptedMessagesServer) -> list[dict[str, Any]]:
-    return [r.body for r in server.requests if r.path.split("?")[0] == "/v1/messages"]
 
 
 def wrapped(client: Any, policy: Any = None, *, composer: Composer = COMPOSER, **kw: Any) -> Any:

@@ -17,15 +17,6 @@ from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("# Demo\n")
-    (tmp_path / "secret.txt").write_text("secret\n")
-    return root
-
-
 def test_run_json_on_the_shipped_code_mode(
     workspace: Path, shipped: Registry, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

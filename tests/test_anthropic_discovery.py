@@ -4,8 +4,7 @@ against the real SDK and the scripted Messages API server, sync and async."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -17,7 +16,8 @@ from prompt_composer.discovery import CALL_TOOL_NAME, TOOL_SEARCH_NAME, call_too
 from prompt_composer.fetch import FETCH_TOOL_NAME
 from prompt_composer.modes import FileRestriction
 from prompt_composer.search import ToolSearch
-from prompt_composer.testserver import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from tests.conftest import bodies, served
 
 from .conftest import make_mode
 
@@ -79,20 +79,6 @@ REG = Registry.from_docs(
 COMPOSER = Composer(REG)
 SEARCH = ToolSearch(REG, embedder=False)  # lexical only: no embedding model in tests
 TAIL = [TOOL_SEARCH_NAME, FETCH_TOOL_NAME]
-
-
-@contextmanager
-def served(script: Sequence[Reply]) -> Iterator[tuple[ScriptedMessagesServer, anthropic.Anthropic]]:
-    with ScriptedMessagesServer(script) as server:
-        client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=0)
-        try:
-            yield server, client
-        finally:
-            client.close()
-
-
-def bodies(server: ScriptedMessagesServer) -> list[dict[str, Any]]:
-    return [r.body for r in server.requests if r.path.split("?")[0] == "/v1/messages"]
 
 
 def names(body: Mapping[str, Any]) -> list[str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from prompt_composer.cli import main
 from prompt_composer.fetch import FETCH_TOOL_NAME, fetch_tool_doc
 from prompt_composer.modes import FileRestriction
 from prompt_composer.testserver import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode
 
@@ -61,20 +61,6 @@ def calls_reply(*blocks: str, prose: str = "", usage: Usage | None = None) -> Re
 
 def label(name: str, *texts: str, ok: bool = True) -> dict[str, Any]:
     return {"type": "text", "text": f"tool_result name={name} {'ok' if ok else 'error'}\n" + "\n\n".join(texts)}
-
-
-@contextmanager
-def served(script: Sequence[Reply]) -> Iterator[tuple[ScriptedMessagesServer, anthropic.Anthropic]]:
-    with ScriptedMessagesServer(script) as server:
-        client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=0)
-        try:
-            yield server, client
-        finally:
-            client.close()
-
-
-def bodies(server: ScriptedMessagesServer) -> list[dict[str, Any]]:
-    return [r.body for r in server.requests if r.path.split("?")[0] == "/v1/messages"]
 
 
 def wrapped(client: Any, policy: Any = None, *, reg: Registry = REG, task_id: str = "t1") -> Any:
@@ -475,15 +461,6 @@ def test_async_loop_in_a_text_mode(stream: bool) -> None:
 
 
 # -------------------------------------------------------------------------------------------------- CLI
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("# Demo\n")
-    (tmp_path / "secret.txt").write_text("secret\n")
-    return root
 
 
 def test_cli_run_json_on_the_shipped_ask_mode(
