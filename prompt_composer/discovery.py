@@ -256,6 +256,20 @@ def _output(name: str, value: Any) -> CallResult:
     return CallResult(name, text, is_error=False)
 
 
+def _prepare_call(
+    registry: Registry, mode: Mode, tool_input: Mapping[str, Any] | Any, executors: Mapping[str, Executor]
+) -> tuple[str, dict[str, Any], Executor] | CallResult:
+    """The checked tool name, arguments and executor of a call_tool call, or the refusal."""
+    checked = check_call(registry, mode, tool_input)
+    if isinstance(checked, CallResult):
+        return checked
+    name, arguments = checked
+    executor = _executor_for(name, executors)
+    if isinstance(executor, CallResult):
+        return executor
+    return name, arguments, executor
+
+
 def call_tool(
     registry: Registry,
     mode: Mode,
@@ -269,13 +283,10 @@ def call_tool(
     The executor's exception becomes an error result (its message, not a traceback). For async executors use
     :func:`acall_tool`.
     """
-    checked = check_call(registry, mode, tool_input)
-    if isinstance(checked, CallResult):
-        return checked
-    name, arguments = checked
-    executor = _executor_for(name, executors)
-    if isinstance(executor, CallResult):
-        return executor
+    prepared = _prepare_call(registry, mode, tool_input, executors)
+    if isinstance(prepared, CallResult):
+        return prepared
+    name, arguments, executor = prepared
     try:
         value = executor(arguments)
         if inspect.isawaitable(value):
@@ -297,13 +308,10 @@ async def acall_tool(
     session: TaskSession | None = None,
 ) -> CallResult:
     """:func:`call_tool` for executors that may return awaitables."""
-    checked = check_call(registry, mode, tool_input)
-    if isinstance(checked, CallResult):
-        return checked
-    name, arguments = checked
-    executor = _executor_for(name, executors)
-    if isinstance(executor, CallResult):
-        return executor
+    prepared = _prepare_call(registry, mode, tool_input, executors)
+    if isinstance(prepared, CallResult):
+        return prepared
+    name, arguments, executor = prepared
     try:
         value = executor(arguments)
         if inspect.isawaitable(value):
