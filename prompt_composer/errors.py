@@ -54,6 +54,13 @@ class LoadError(PromptComposerError):
         self.problems: tuple[Problem, ...] = tuple(sorted(problems))
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def summary(self) -> str:
+        """The first problem, and how many more there are: for one-line error messages."""
+        if not self.problems:
+            return "no problems"
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        return f"{self.problems[0]}{more}"
+
     @property
     def path(self) -> Path | None:
         """The file of the first problem (convenient when there is only one)."""

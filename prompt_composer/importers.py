@@ -520,12 +520,16 @@ class ImportPlan:
         drafted = [c.name for c in self.changes if self.registry.tools[c.name].brief_source == "drafted"]
         if drafted:
             lines.append(f"{len(drafted)} drafted brief(s) to review: prompt-composer --docs {self.out} audit")
-        written = [p for p in self.files if p != STATE_FILE]
-        if dry_run:
-            lines.append(f"dry run: would write {len(written)} file(s) to {self.out}; nothing written")
-        else:
-            lines.append(f"wrote {len(written)} file(s) to {self.out}")
+        lines.append(files_summary(self.files, self.out, dry_run=dry_run))
         return lines
+
+
+def files_summary(files: Mapping[str, str], out: Path, *, dry_run: bool) -> str:
+    """The last line of an import report: how many files were (or would be) written."""
+    written = [p for p in files if p != STATE_FILE]
+    if dry_run:
+        return f"dry run: would write {len(written)} file(s) to {out}; nothing written"
+    return f"wrote {len(written)} file(s) to {out}"
 
 
 def load_output_folder(out: Path) -> Registry | None:
@@ -537,8 +541,7 @@ def load_output_folder(out: Path) -> Registry | None:
     try:
         return load_registry(out)
     except LoadError as exc:
-        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
-        raise ImporterError(f"the output folder does not load: {exc.problems[0]}{more}") from None
+        raise ImporterError(f"the output folder does not load: {exc.summary()}") from None
 
 
 def _empty_state() -> dict[str, Any]:
@@ -566,8 +569,7 @@ def _validated(tools: Iterable[ToolDoc], existing: Registry | None, out: Path) -
     try:
         return Registry.from_docs(tools, modes, root=out)
     except LoadError as exc:
-        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
-        raise ImporterError(f"the imported docs do not validate: {exc.problems[0]}{more}") from None
+        raise ImporterError(f"the imported docs do not validate: {exc.summary()}") from None
 
 
 def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> ImportPlan:

@@ -30,7 +30,7 @@ from .audit import run_audit
 from .composer import Composer
 from .docs import LineMap, line_of, read_yaml
 from .errors import ImporterError, LoadError
-from .importers import STATE_FILE, dump_yaml, load_output_folder, read_state, text_hash, write_files
+from .importers import STATE_FILE, dump_yaml, files_summary, load_output_folder, read_state, text_hash, write_files
 from .modes import ModeConfig
 from .registry import Registry
 
@@ -87,13 +87,7 @@ class RooModesPlan:
     registry: Registry
 
     def report(self, *, dry_run: bool = False) -> list[str]:
-        lines = [c.describe() for c in self.changes]
-        written = [p for p in self.files if p != STATE_FILE]
-        if dry_run:
-            lines.append(f"dry run: would write {len(written)} file(s) to {self.out}; nothing written")
-        else:
-            lines.append(f"wrote {len(written)} file(s) to {self.out}")
-        return lines
+        return [*(c.describe() for c in self.changes), files_summary(self.files, self.out, dry_run=dry_run)]
 
 
 def _slug(raw: str) -> str:
@@ -280,7 +274,7 @@ def _validate(existing: Registry, modes: Any, out: Path) -> Registry:
     try:
         return Registry.from_docs(existing.tools.values(), modes, root=out)
     except LoadError as exc:
-        raise ImporterError(f"the imported modes do not validate: {exc.problems[0]}") from None
+        raise ImporterError(f"the imported modes do not validate: {exc.summary()}") from None
 
 
 def import_roomodes(
