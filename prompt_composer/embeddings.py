@@ -64,7 +64,8 @@ def _unit_rows(raw: Any, n: int) -> FloatArray:
     if matrix.ndim != 2 or matrix.shape[0] != n:
         raise ValueError(f"embedding model returned shape {matrix.shape} for {n} texts")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.where(norms > 0, norms, 1)).astype(np.float32, copy=False)
+    unit: FloatArray = (matrix / np.where(norms > 0, norms, 1)).astype(np.float32, copy=False)
+    return unit
 
 
 def _import_model_package(module: str, distribution: str) -> tuple[Any, str]:

