@@ -10,7 +10,7 @@ Load a registry of tool docs and modes, keep a task session per task, and compos
 """
 
 from .audit import AuditReport, ModeAudit, ToolAudit, run_audit
-from .composer import ComposedPrompt, Composer, TokenCounts, strip_descriptions
+from .composer import ComposedPrompt, Composer, SystemInfo, TokenCounts, strip_descriptions
 from .discovery import (
     CALL_TOOL_NAME,
     TOOL_SEARCH_NAME,
@@ -66,6 +66,7 @@ __all__ = [
     "SearchResult",
     "Selection",
     "SessionStore",
+    "SystemInfo",
     "TaskSession",
     "TiktokenCounter",
     "TokenCounter",

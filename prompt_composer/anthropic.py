@@ -42,7 +42,10 @@ spaces after the fence are fine; see :func:`parse_tool_call_blocks`) and answers
 native ``tool_use`` block: access check, file restrictions, approval, executor, FIFO, inline promotion. A block it
 cannot read (bad JSON, no ``name``, an ``input`` that is not an object) gets an error result and the loop goes on.
 The results go back as one user message with one text block per call, in order, each starting with a label line
-``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block.
+``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block,
+unless that message imitates a result (a line starting like the label, or a fenced ``tool_result`` block, as a
+small model writes after an error): then the loop tells the model so in a user message and asks again (bounded
+by ``max_iterations``; the iteration's ``correction`` holds what was said).
 
 Discovery modes (``discovery: true``): the loop answers ``tool_search`` itself, like ``fetch_tool_description``,
 through :func:`~prompt_composer.discovery.handle_tool_search` with the wrapper's
@@ -82,7 +85,7 @@ from typing import Any, Literal, Self, TypeVar, cast
 import anthropic
 from anthropic.types import Message
 
-from .composer import ComposedPrompt, Composer
+from .composer import ComposedPrompt, Composer, SystemInfo
 from .discovery import (
     CALL_TOOL_NAME,
     TOOL_SEARCH_NAME,
@@ -115,6 +118,7 @@ __all__ = [
     "TokenUsage",
     "ToolCallRecord",
     "ToolLoopError",
+    "imitated_result",
     "inline_text",
     "parse_tool_call_blocks",
     "partial_result",
@@ -229,6 +233,9 @@ class Iteration:
     usage: TokenUsage
     tool_calls: tuple[ToolCallRecord, ...]
     prompt: ComposedPrompt
+    latency: float = 0.0  # seconds from sending the request to the whole response
+    first_token: float | None = None  # seconds to the first content block (streamed requests only)
+    correction: str | None = None  # what the loop told the model instead of taking its reply as final
 
 
 @dataclass
@@ -353,11 +360,15 @@ class _State:
         policy: Policy | None,
         search: ToolSearch | _LazySearch | None = None,
         call_tool: bool = False,
+        system_info: SystemInfo | None = None,
+        baseline: bool = False,
     ) -> None:
         if composer is None:
             composer = Composer(registry if registry is not None else load_registry())
         elif registry is not None and registry is not composer.registry:
             raise ValueError("give either a composer or a registry, or the composer's own registry")
+        if system_info is not None:  # an input of composition like any context value: composing stays pure
+            composer = composer.with_context(system_info=system_info)
         if policy is not None and policy not in POLICIES:
             raise ValueError(f"unknown promotion policy {policy!r}; choose one of {', '.join(POLICIES)}")
         self.composer = composer
@@ -368,6 +379,7 @@ class _State:
         self.explicit_policy = policy
         self.searcher = search if isinstance(search, _LazySearch) else _LazySearch(self.registry, search)
         self.call_tool = call_tool
+        self.baseline = baseline
 
     def derive(self, *, task_id: str | None, mode: str | None, policy: Policy | None) -> _State:
         return _State(
@@ -379,6 +391,7 @@ class _State:
             policy=policy if policy is not None else self.explicit_policy,
             search=self.searcher,
             call_tool=self.call_tool,
+            baseline=self.baseline,
         )
 
     @property
@@ -396,6 +409,8 @@ class _State:
     def prompt(self, session: TaskSession | None = None) -> ComposedPrompt:
         """This request's composed prompt under the policy."""
         session = session or self.session
+        if self.baseline:
+            return self.composer.baseline(self.mode)
         # A discovery mode's prompt depends only on the tools tool_search found in this task (not on the FIFO),
         # and discovery only appends to its tool list. Pinning it (task_start / inline) would hide the tools
         # found, so it is recomposed under every policy: it changes only when a search adds tools, and then only
@@ -417,7 +432,7 @@ class _State:
         prompt = self.prompt(session)
         # A discovery mode ignores the FIFO: its system text is fixed for the task, and its tool list only grows
         # after the permanent tools (see prompt()), so the tool breakpoint goes on the last permanent tool.
-        stable = self.discovery or self.policy != "every_turn" or self.mode.recent_size == 0
+        stable = self.baseline or self.discovery or self.policy != "every_turn" or self.mode.recent_size == 0
         caller_system = _system_blocks(out.pop("system", None))
         raw_tools = out.pop("tools", None)
         caller_tools = [] if raw_tools is None or isinstance(raw_tools, anthropic.Omit) else list(raw_tools)
@@ -598,6 +613,8 @@ class ComposedClient(_ClientBase):
         policy: Policy | None = None,
         search: ToolSearch | None = None,
         call_tool: bool = False,
+        system_info: SystemInfo | None = None,
+        baseline: bool = False,
     ) -> None:
         self._attach(
             client,
@@ -610,6 +627,8 @@ class ComposedClient(_ClientBase):
                 policy=policy,
                 search=search,
                 call_tool=call_tool,
+                system_info=system_info,
+                baseline=baseline,
             ),
         )
 
@@ -653,9 +672,12 @@ class ComposedClient(_ClientBase):
         loop = _Loop(self._state, task, executors, max_iterations, params)
         for index in range(1, max_iterations + 1):
             request, prompt = loop.request(model=model, max_tokens=max_tokens)
+            clock = _Clock()
             try:
                 if stream:
                     with self._client.messages.stream(**request) as events:
+                        for event in events:
+                            clock.saw(event)
                         message = events.get_final_message()
                 else:
                     message = self._client.messages.create(**request)
@@ -664,10 +686,10 @@ class ComposedClient(_ClientBase):
                 raise
             calls = loop.receive(message, index)
             answered = [(call, loop.call_sync(call, index, approve)) for call in calls]
-            iteration = loop.answer(index, message, prompt, answered)
+            iteration = loop.answer(index, message, prompt, answered, clock)
             if on_iteration is not None:
                 on_iteration(iteration)
-            if not calls:
+            if iteration.correction is None and not calls:
                 return loop.result
         raise loop.exhausted()
 
@@ -690,6 +712,8 @@ class AsyncComposedClient(_ClientBase):
         policy: Policy | None = None,
         search: ToolSearch | None = None,
         call_tool: bool = False,
+        system_info: SystemInfo | None = None,
+        baseline: bool = False,
     ) -> None:
         self._attach(
             client,
@@ -702,6 +726,8 @@ class AsyncComposedClient(_ClientBase):
                 policy=policy,
                 search=search,
                 call_tool=call_tool,
+                system_info=system_info,
+                baseline=baseline,
             ),
         )
 
@@ -735,9 +761,12 @@ class AsyncComposedClient(_ClientBase):
         loop = _Loop(self._state, task, executors, max_iterations, params)
         for index in range(1, max_iterations + 1):
             request, prompt = loop.request(model=model, max_tokens=max_tokens)
+            clock = _Clock()
             try:
                 if stream:
                     async with self._client.messages.stream(**request) as events:
+                        async for event in events:
+                            clock.saw(event)
                         message = await events.get_final_message()
                 else:
                     message = await self._client.messages.create(**request)
@@ -746,12 +775,12 @@ class AsyncComposedClient(_ClientBase):
                 raise
             calls = loop.receive(message, index)
             answered = [(call, await loop.call_async(call, index, approve)) for call in calls]
-            iteration = loop.answer(index, message, prompt, answered)
+            iteration = loop.answer(index, message, prompt, answered, clock)
             if on_iteration is not None:
                 seen = on_iteration(iteration)
                 if inspect.isawaitable(seen):
                     await seen
-            if not calls:
+            if iteration.correction is None and not calls:
                 return loop.result
         raise loop.exhausted()
 
@@ -767,6 +796,8 @@ def wrap(
     policy: Policy | None = None,
     search: ToolSearch | None = None,
     call_tool: bool = False,
+    system_info: SystemInfo | None = None,
+    baseline: bool = False,
 ) -> Any:
     """Wrap ``anthropic.Anthropic`` (→ :class:`ComposedClient`) or ``AsyncAnthropic`` (→ :class:`AsyncComposedClient`).
 
@@ -774,6 +805,9 @@ def wrap(
     sessions (default: a fresh :class:`InMemorySessionStore`); ``policy`` overrides the mode's promotion policy.
     ``search`` answers ``tool_search`` in discovery modes (default: ``ToolSearch(registry)``, built on the first
     search); ``call_tool=True`` adds the ``call_tool`` tool and lets the loop answer it (see the module docstring).
+    ``system_info`` (e.g. ``SystemInfo.detect(root)``) fills the system information section; without it there is none.
+    ``baseline=True`` sends what an agent without prompt-composer sends (every allowed tool in full, no fetch tool)
+    on every request, for A/B runs such as ``prompt-composer bench``.
     """
     kwargs: dict[str, Any] = {
         "composer": composer,
@@ -784,6 +818,8 @@ def wrap(
         "policy": policy,
         "search": search,
         "call_tool": call_tool,
+        "system_info": system_info,
+        "baseline": baseline,
     }
     if isinstance(client, anthropic.AsyncAnthropic):
         return AsyncComposedClient(client, **kwargs)
@@ -855,6 +891,22 @@ def _read_call_block(body: str) -> TextToolCall:
         keys = ", ".join(json.dumps(k) for k in extra)
         return TextToolCall(name, tool_input, f"the tool_call block has unexpected keys {keys}")
     return TextToolCall(name, tool_input)
+
+
+# A line the loop itself writes to start a text-style result, or a fence around one: a reply holding such a line
+# wrote its own "result" (small models do, after an error) instead of waiting for a real one.
+_RESULT_LABEL = re.compile(r"^[ \t]*(?:```[ \t]*tool_result\b|tool_result[ \t]+name=)", re.MULTILINE)
+_IMITATION = (
+    "Error: your reply contains a tool result that you wrote yourself; tool results come only from the system, "
+    "after a ```tool_call block. To use a tool, write a ```tool_call block and wait for its result. To finish, "
+    "answer the user in plain text, without any tool_result."
+)
+
+
+def imitated_result(text: str) -> bool:
+    """Whether an assistant's text imitates a tool result: a line that starts like the label the loop puts on
+    results (``tool_result name=…``) or a fenced ``tool_result`` block."""
+    return _RESULT_LABEL.search(text) is not None
 
 
 def text_tool_result(name: str, texts: Iterable[str], *, is_error: bool = False) -> dict[str, Any]:
@@ -1091,10 +1143,20 @@ class _Loop:
     # -- closing one iteration ---------------------------------------------------------------------
 
     def answer(
-        self, index: int, message: Message, prompt: ComposedPrompt, answered: Sequence[tuple[_Call, ToolCallRecord]]
+        self,
+        index: int,
+        message: Message,
+        prompt: ComposedPrompt,
+        answered: Sequence[tuple[_Call, ToolCallRecord]],
+        clock: _Clock,
     ) -> Iteration:
         """Send the answers back as one user message: a tool_result block per native call (first, as the API
-        wants them), then a labelled text block per text-style call."""
+        wants them), then a labelled text block per text-style call. A text-style reply with no call that
+        imitates a tool result is not final: the loop says so in a user message (see :func:`imitated_result`)."""
+        correction = None
+        if not answered and self.text_style and imitated_result(self.result.text):
+            correction = _IMITATION
+            self.result.messages.append({"role": "user", "content": [{"type": "text", "text": correction}]})
         if answered:
             native: list[dict[str, Any]] = []
             text: list[dict[str, Any]] = []
@@ -1108,7 +1170,8 @@ class _Loop:
                     native.append(_tool_result(record.id, texts, is_error=record.is_error))
             self.result.messages.append({"role": "user", "content": [*native, *text]})
         records = tuple(record for _, record in answered)
-        iteration = Iteration(index, message, TokenUsage.of(message.usage), records, prompt)
+        usage = TokenUsage.of(message.usage)
+        iteration = Iteration(index, message, usage, records, prompt, clock.elapsed(), clock.first, correction)
         self.result.iterations.append(iteration)
         return iteration
 
@@ -1122,3 +1185,18 @@ class _Loop:
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
+
+
+class _Clock:
+    """Times one request: the whole response, and (streaming) the first content block."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.first: float | None = None
+
+    def saw(self, event: Any) -> None:
+        if self.first is None and getattr(event, "type", "") in ("content_block_start", "content_block_delta"):
+            self.first = time.perf_counter() - self.start
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start

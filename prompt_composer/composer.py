@@ -10,7 +10,10 @@ tool doc is printed as those characters.
 from __future__ import annotations
 
 import copy
+import datetime
 import json
+import os
+import platform
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ from .registry import Registry
 from .session import TaskSession
 from .tokens import TokenCounter, count_tools, default_counter
 
-__all__ = ["SECTIONS", "ComposedPrompt", "Composer", "TokenCounts", "strip_descriptions"]
+__all__ = ["SECTIONS", "ComposedPrompt", "Composer", "SystemInfo", "TokenCounts", "strip_descriptions"]
 
 # System prompt sections, in order (the slots of Roo Code's system prompt). Each is a template file in
 # templates/ that a user may override; a section that renders empty leaves no trace.
@@ -42,7 +45,7 @@ SECTIONS = (
     "capabilities",
     "modes",
     "rules",
-    "system_info",
+    "system_info",  # in the stable part; its date, when given, changes the cached prefix once a day
     "objective",
     "custom_instructions",
 )
@@ -74,6 +77,55 @@ def strip_descriptions(schema: Any) -> Any:
         else:
             out[key] = value
     return out
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """What the system information section tells the model about the machine it works on.
+
+    An explicit input (``Composer(registry, context={"system_info": info})``, ``wrap(..., system_info=info)``),
+    never read during composition, so composing stays pure. :meth:`detect` reads the machine; build one by hand
+    for reproducible prompts. The date sits in the stable part of the system prompt, so a client that re-detects
+    it changes its cached prompt prefix once a day.
+    """
+
+    workspace: str
+    os: str
+    shell: str
+    date: str  # ISO 8601, YYYY-MM-DD
+
+    @classmethod
+    def detect(
+        cls,
+        workspace: str | Path = ".",
+        *,
+        today: datetime.date | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> SystemInfo:
+        """This machine now: the workspace's absolute path, the OS and release, the user's shell, today's date."""
+        env = os.environ if environ is None else environ
+        system = platform.system() or "unknown"
+        if system == "Darwin":
+            name = f"macOS {platform.mac_ver()[0]}".strip()
+        else:
+            name = f"{system} {platform.release()}".strip()
+        shell = env.get("SHELL") or env.get("COMSPEC") or "unknown"
+        return cls(
+            workspace=str(Path(workspace).resolve()),
+            os=name,
+            shell=shell,
+            date=(today or datetime.date.today()).isoformat(),
+        )
+
+    def items(self) -> tuple[tuple[str, str], ...]:
+        """(label, value) pairs in display order, as the ``system_info`` template lists a mapping's items."""
+        pairs = (
+            ("Workspace folder", self.workspace),
+            ("Operating system", self.os),
+            ("Default shell", self.shell),
+            ("Current date", self.date),
+        )
+        return tuple((label, value) for label, value in pairs if value)
 
 
 @dataclass(frozen=True)
@@ -183,8 +235,10 @@ class Composer:
     """Composes prompts for one registry. Thread-safe; results are cached.
 
     ``templates`` is a folder whose ``<section>.j2`` files replace the shipped ones (see :data:`SECTIONS`);
-    ``context`` gives templates extra values (``mcp_servers``, ``system_info``, ``capabilities``,
-    ``custom_instructions``, or anything your own templates use). Both are fixed for the composer's life.
+    ``context`` gives templates extra values (``mcp_servers``, ``system_info`` (a :class:`SystemInfo` or a
+    mapping of label to value), ``capabilities``, ``custom_instructions`` (the user's own, shown apart from the
+    mode's), or anything your own templates use). Both are fixed for the composer's life; see
+    :meth:`with_context` for a composer with other values.
     """
 
     def __init__(
@@ -198,8 +252,9 @@ class Composer:
     ) -> None:
         self.registry = registry
         self.counter: TokenCounter = counter if counter is not None else default_counter()
+        self._templates = templates
         self._env = _environment(templates)
-        self._context = {
+        self._context: dict[str, Any] = {
             "mcp_servers": [],
             "system_info": {},
             "capabilities": "",
@@ -212,6 +267,17 @@ class Composer:
         self._lock = threading.Lock()
 
     # -- public API ----------------------------------------------------------------------------------
+
+    def with_context(self, **values: Any) -> Composer:
+        """A composer for the same registry, counter and templates whose context has ``values`` on top of this
+        one's (e.g. ``system_info=SystemInfo.detect(root)``). It has its own cache; this one is unchanged."""
+        return Composer(
+            self.registry,
+            counter=self.counter,
+            templates=self._templates,
+            context={**self._context, **values},
+            cache_size=int(self._cache.maxsize),
+        )
 
     def compose(
         self, mode: str | Mode, session: TaskSession | None = None, *, recent: Sequence[str] | None = None
@@ -334,6 +400,9 @@ class Composer:
         values = {
             **self._context,
             "mode": mode.config,
+            # The groups of the tools the mode allows (not only its ``groups``: ``include`` adds tools by name),
+            # so rules and guidelines say only what holds in this mode (no shell advice without a shell).
+            "tool_groups": frozenset(self.registry.tools[n].group for n in mode.allowed),
             "style": style,
             "fetch_available": include_fetch,
             # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.

@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from prompt_composer import Composer, InMemorySessionStore, Registry
+from prompt_composer import Composer, InMemorySessionStore, Registry, SystemInfo
 from prompt_composer.anthropic import (
     AsyncComposedClient,
     ComposedClient,
@@ -613,3 +613,39 @@ def test_async_max_iterations_and_api_error() -> None:
     assert limited.tool_calls[0].output == "beta ran on a"
     assert failed is not None
     assert failed.iterations == []
+
+
+# ---------------------------------------------------------------------------------------- system info
+
+INFO = SystemInfo(workspace="/srv/app", os="Linux 6.8.0", shell="/bin/bash", date="2026-11-24")
+
+
+def test_wrap_passes_system_info_through_to_composition() -> None:
+    expected = Composer(REG, context={"system_info": INFO}).compose(MODE).system_stable
+    assert "Workspace folder: /srv/app" in expected and "Current date: 2026-11-24" in expected
+    with served([text_reply("a"), text_reply("b"), text_reply("c")]) as (server, client):
+        pc = wrapped(client, "task_start", system_info=INFO)
+        pc.messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "q"}])
+        pc.for_task("t2").messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "q"}])
+        wrapped(client, "task_start").messages.create(
+            model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "q"}]
+        )
+    first, derived, plain = bodies(server)
+    assert first["system"] == [{"type": "text", "text": expected, "cache_control": CC}]
+    assert derived["system"] == first["system"]  # for_task keeps it
+    assert plain["system"] == expected_system((), breakpoint=True)  # without it: no section, nothing detected
+    assert "SYSTEM INFORMATION" not in plain["system"][0]["text"]
+    assert "SYSTEM INFORMATION" not in COMPOSER.compose(MODE).system  # the caller's composer is unchanged
+
+
+def test_async_wrap_passes_system_info_through_to_composition() -> None:
+    async def main(server: ScriptedMessagesServer) -> None:
+        client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        async with wrap(client, registry=REG, mode="work", task_id="a", system_info=INFO) as pc:
+            assert isinstance(pc, AsyncComposedClient)
+            await pc.messages.create(model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "q"}])
+
+    with ScriptedMessagesServer([text_reply("x")]) as server:
+        asyncio.run(main(server))
+    (body,) = bodies(server)
+    assert "Workspace folder: /srv/app\nOperating system: Linux 6.8.0" in body["system"][0]["text"]

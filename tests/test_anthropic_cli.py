@@ -58,6 +58,10 @@ def test_run_json_on_the_shipped_code_mode(
     assert bodies[0]["messages"][0]["content"][0]["text"] == "What is here?"
     assert server.requests[0].headers["authorization"] == "Bearer test-key"
     composed = Composer(shipped).compose("code")
+    system = bodies[0]["system"][0]["text"]  # run detects the machine: workspace, OS, shell, date
+    assert f"====\nSYSTEM INFORMATION\n\nWorkspace folder: {workspace.resolve()}\nOperating system: " in system
+    assert "\nDefault shell: " in system and "\nCurrent date: " in system
+    assert all(b["system"][0]["text"] == system for b in bodies)  # read once per run
     sent = [{k: v for k, v in t.items() if k != "cache_control"} for t in bodies[0]["tools"]]
     assert sent == list(composed.tools)
     assert all(b["tools"] == bodies[0]["tools"] for b in bodies)  # inline: fixed for the task

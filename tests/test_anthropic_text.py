@@ -4,7 +4,9 @@ answered through the same path as native tool_use, against the real SDK and the 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from prompt_composer import Composer, Registry
+from prompt_composer import Composer, Registry, SystemInfo
 from prompt_composer.anthropic import (
     Iteration,
     MaxIterationsError,
@@ -505,7 +507,12 @@ def test_cli_run_json_on_the_shipped_ask_mode(
         "cache_read_input_tokens": 190,
     }
     sent = [r.body for r in server.requests]
-    composed = Composer(shipped).compose("ask")
+    # run fills the system information section from this machine (read once, so every request has the same)
+    date = re.search(r"^Current date: (\S+)$", sent[0]["system"][0]["text"], re.MULTILINE)
+    assert date is not None
+    info = SystemInfo.detect(workspace, today=datetime.date.fromisoformat(date.group(1)))
+    composed = Composer(shipped, context={"system_info": info}).compose("ask")
+    assert f"Workspace folder: {workspace.resolve()}" in composed.system_stable
     for body in sent:
         assert "tools" not in body
         assert "".join(b["text"] for b in body["system"]) == composed.system_stable + composed.system_recent
@@ -536,3 +543,67 @@ def test_cli_run_text_output_names_an_unreadable_block(
     assert captured.out == "Nothing to see.\n"
     assert "# (unreadable tool_call block) {} → error" in captured.err
     assert "2 iterations, 1 tool calls" in captured.err
+
+
+# ------------------------------------------------------------------------------- imitated results
+
+
+@pytest.mark.parametrize(
+    "imitation",
+    [
+        "```tool_result\nThe folder src/ holds main.py.\n```",
+        "tool_result name=list_files ok\nsrc/main.py",
+        "Here is what I found:\n  ```tool_result name=read_file\n1 | x = 1\n```\nSo x is 1.",
+    ],
+)
+def test_a_reply_that_imitates_a_tool_result_is_not_final(imitation: str) -> None:
+    """What a 1.5B model did after an error result: it wrote its own "result". The loop says so and asks again."""
+    with served([text_reply(imitation), text_reply("x is 1, in src/main.py.")]) as (server, client):
+        result = wrapped(client).run("What is x?", model=MODEL, executors=EXECUTORS)
+        sent = bodies(server)
+    assert result.text == "x is 1, in src/main.py."
+    first, second = result.iterations
+    assert first.correction is not None and "tool result" in first.correction
+    assert first.tool_calls == () and second.correction is None
+    # The correction reached the model as the user's turn after the imitation, and nothing was run.
+    assert sent[1]["messages"][-2]["content"][0]["text"] == imitation
+    assert sent[1]["messages"][-1]["content"][0]["text"] == first.correction
+    assert result.tool_calls == []
+
+
+def test_a_model_that_keeps_imitating_results_stops_at_max_iterations() -> None:
+    script = [text_reply("tool_result name=alpha ok\nfake")] * 3
+    with served(script) as (_server, client), pytest.raises(MaxIterationsError) as caught:
+        wrapped(client).run("go", model=MODEL, executors=EXECUTORS, max_iterations=3)
+    assert [it.correction is not None for it in caught.value.result.iterations] == [True, True, True]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The loop labels results `tool_result name=X ok`, mid-line, so this is prose.",
+        "A plain answer with a ```python\nprint(1)\n``` block.",
+    ],
+)
+def test_prose_about_results_is_a_final_answer(text: str) -> None:
+    with served([text_reply(text)]) as (_server, client):
+        result = wrapped(client).run("explain", model=MODEL, executors=EXECUTORS)
+    assert result.text == text and result.iterations[0].correction is None
+
+
+def test_native_modes_take_any_text_as_final(mini_registry: Registry) -> None:
+    """Only text-style modes label results with text, so only there is a result line an imitation."""
+    with served([text_reply("tool_result name=read_file ok\n1 | x")]) as (_server, client):
+        result = wrap(client, registry=mini_registry, mode="code", task_id="n").run("go", model=MODEL)
+    assert len(result.iterations) == 1 and result.iterations[0].correction is None
+
+
+def test_each_iteration_is_timed_and_a_streamed_one_has_a_first_token() -> None:
+    script = [calls_reply(block("alpha", {"path": "a"})), text_reply("done")]
+    with served(script) as (_server, client):
+        plain = wrapped(client, task_id="p").run("go", model=MODEL, executors=EXECUTORS)
+    with served(script) as (_server, client):
+        streamed = wrapped(client, task_id="s").run("go", model=MODEL, executors=EXECUTORS, stream=True)
+    assert all(it.latency > 0 and it.first_token is None for it in plain.iterations)
+    for it in streamed.iterations:
+        assert it.first_token is not None and 0 < it.first_token <= it.latency

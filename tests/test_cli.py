@@ -44,6 +44,13 @@ def test_compose_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str]) 
     assert data["tools"][-1]["name"] == "fetch_tool_description"
 
 
+def test_compose_is_deterministic_and_detects_no_system_information(capsys: pytest.CaptureFixture[str]) -> None:
+    first = run(capsys, "compose", "--mode", "code")
+    assert first[0] == 0
+    assert run(capsys, "compose", "--mode", "code") == first
+    assert "SYSTEM INFORMATION" not in first[1]
+
+
 def test_compose_recent_may_name_a_tool_the_mode_does_not_allow(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "compose", "--mode", "ask", "--recent", "write_to_file,glob", "--format", "json")
     assert code == 0

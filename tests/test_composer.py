@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import threading
 from pathlib import Path
@@ -12,10 +13,12 @@ from prompt_composer import (
     FETCH_TOOL_NAME,
     Composer,
     Registry,
+    SystemInfo,
     TaskSession,
     UnknownModeError,
     strip_descriptions,
 )
+from prompt_composer.modes import FileRestriction
 
 from .conftest import make_doc, make_mode
 
@@ -299,3 +302,127 @@ def test_audit_worst_case_of_a_discovery_mode_counts_the_tools_it_may_find(mini_
     assert set(mode.worst_recent) == {"glob", "list_files", "write_to_file", "apply_diff", "execute_command"}
     everything = Composer(registry).compose_discovery("find", mode.worst_recent).tokens.total
     assert mode.worst_tokens == everything > mode.composed_tokens
+
+
+INFO = SystemInfo(workspace="/home/dev/shop", os="Linux 6.8.0", shell="/bin/zsh", date="2026-11-24")
+
+
+def test_system_info_is_an_explicit_input_and_composing_stays_pure(mini_registry: Registry) -> None:
+    assert "SYSTEM INFORMATION" not in Composer(mini_registry).compose("code").system  # nothing is detected
+    composer = Composer(mini_registry, context={"system_info": INFO})
+    prompt = composer.compose("code")
+    assert (
+        "====\nSYSTEM INFORMATION\n\nWorkspace folder: /home/dev/shop\nOperating system: Linux 6.8.0\n"
+        "Default shell: /bin/zsh\nCurrent date: 2026-11-24"
+    ) in prompt.system
+    # Same inputs, byte-identical output: another composer with an equal SystemInfo renders the same text.
+    same = Composer(mini_registry, context={"system_info": SystemInfo(**vars(INFO))}).compose("code")
+    assert same.system == prompt.system
+    assert composer.compose("code") is prompt  # cached
+    tomorrow = Composer(mini_registry, context={"system_info": SystemInfo(**{**vars(INFO), "date": "2026-11-25"})})
+    assert tomorrow.compose("code").system == prompt.system.replace("2026-11-24", "2026-11-25")
+
+
+def test_system_info_goes_in_the_stable_part_before_the_recent_tools(mini_registry: Registry) -> None:
+    prompt = Composer(mini_registry, context={"system_info": INFO}).compose("text", recent=["glob"])
+    assert "Current date: 2026-11-24" in prompt.system_stable
+    assert "Current date" not in prompt.system_recent
+    assert prompt.system_recent  # the FIFO tool's full text, after everything stable
+
+
+def test_system_info_detect_reads_workspace_os_shell_and_date(tmp_path: Path) -> None:
+    day = datetime.date(2026, 11, 24)
+    info = SystemInfo.detect(tmp_path, today=day, environ={"SHELL": "/bin/bash"})
+    assert info.workspace == str(tmp_path.resolve())
+    assert info.shell == "/bin/bash"
+    assert info.date == "2026-11-24"
+    assert info.os.strip()
+    assert SystemInfo.detect(tmp_path, today=day, environ={"COMSPEC": r"C:\Windows\cmd.exe"}).shell.endswith("cmd.exe")
+    assert SystemInfo.detect(tmp_path, today=day, environ={}).shell == "unknown"
+    assert SystemInfo.detect(".", today=day).workspace == str(Path.cwd().resolve())
+    assert [label for label, _ in info.items()] == [
+        "Workspace folder",
+        "Operating system",
+        "Default shell",
+        "Current date",
+    ]
+
+
+def test_with_context_keeps_registry_templates_and_other_values(tmp_path: Path, mini_registry: Registry) -> None:
+    (tmp_path / "objective.j2").write_text("====\nHOUSE OBJECTIVE")
+    base = Composer(mini_registry, templates=tmp_path, context={"custom_instructions": "Use tabs."})
+    derived = base.with_context(system_info=INFO)
+    assert derived.registry is base.registry and derived.counter is base.counter
+    system = derived.compose("code").system
+    assert "HOUSE OBJECTIVE" in system and "Use tabs." in system and "Current date: 2026-11-24" in system
+    assert "SYSTEM INFORMATION" not in base.compose("code").system  # the original is unchanged
+
+
+def _rules_registry(**mode_kw: object) -> Registry:
+    docs = [
+        make_doc("read_file"),
+        make_doc("write_to_file", "edit"),
+        make_doc("execute_command", "command", params={"command": {"type": "string", "description": "Shell."}}),
+        make_doc("attempt_completion", "workflow", params={"result": {"type": "string", "description": "R."}}),
+    ]
+    modes = [
+        make_mode("code", groups=["read", "edit", "command", "workflow"], **mode_kw),
+        make_mode("ask", groups=["read", "workflow"]),
+        make_mode("shell", groups=["read", "workflow"], include=["execute_command"]),
+        make_mode("plan", groups=["read", "edit", "workflow"], tool_style="text"),
+    ]
+    return Registry.from_docs(docs, modes)
+
+
+def test_rules_and_guidelines_follow_the_tools_the_mode_holds() -> None:
+    composer = Composer(_rules_registry())
+    smallest = "Make the smallest change that solves the task"
+    shell = "Prefer the dedicated tool over a shell command"
+    systems = {slug: composer.compose(slug).system for slug in ("code", "ask", "shell", "plan")}
+    assert smallest in systems["code"] and smallest in systems["plan"]
+    assert smallest not in systems["ask"] and smallest not in systems["shell"]  # no edit tools
+    assert shell in systems["code"] and shell in systems["shell"]  # include: adds a shell by name
+    assert shell not in systems["ask"] and shell not in systems["plan"]
+    for system in systems.values():
+        assert "one tool call at a time" not in system and "one tool per message" not in system
+        assert "may go in one message; they run in the order you write them" in system
+    # Guidelines stay numbered 1..n whichever items a mode gets.
+    guidelines = systems["ask"].split("TOOL USE GUIDELINES\n\n")[1].split("\n\n")[0]
+    assert [line[:3] for line in guidelines.splitlines()] == ["1. ", "2. ", "3. "]
+
+
+def test_text_style_tool_use_allows_several_blocks_in_one_message() -> None:
+    system = Composer(_rules_registry()).compose("plan").system
+    assert "a message may hold several blocks, and they run in order" in system
+    assert "one per call in the same order" in system
+    assert "single fenced block" not in system and "nothing after it" not in system
+
+
+def test_a_file_restriction_is_said_in_the_rules_of_its_mode() -> None:
+    restricted = {
+        "edit": FileRestriction(file_regex=r"\.md$", description="Markdown files"),
+        "command": FileRestriction(file_regex=r"^scripts/"),
+    }
+    system = Composer(_rules_registry(file_restrictions=restricted)).compose("code").system
+    rules = system.split("\nRULES\n")[1].split("====")[0]
+    assert (
+        "- In this mode you may create and edit only files matching `\\.md$` (Markdown files); an edit to any other "
+        "file is refused."
+    ) in rules
+    assert "- In this mode the command tools may use only files matching `^scripts/`; a call naming any other" in rules
+    assert "smallest change" not in rules  # an edit rule for code would contradict the restriction
+    assert "only files matching" not in Composer(_rules_registry()).compose("code").system
+
+
+def test_mode_instructions_and_the_users_own_have_separate_headers(mini_registry: Registry) -> None:
+    registry = Registry.from_docs(
+        mini_registry.tools.values(), [make_mode("code", groups=["read"], custom_instructions="Mode rule.")]
+    )
+    plain = Composer(registry).compose("code").system
+    assert "====\nMODE INSTRUCTIONS\n\nMode rule." in plain
+    assert "USER'S CUSTOM INSTRUCTIONS" not in plain
+    both = Composer(registry, context={"custom_instructions": "User rule."}).compose("code").system
+    assert both.endswith("====\nMODE INSTRUCTIONS\n\nMode rule.\n\n====\nUSER'S CUSTOM INSTRUCTIONS\n\nUser rule.")
+    user_only = Composer(mini_registry, context={"custom_instructions": "User rule."}).compose("ask").system
+    assert user_only.endswith("====\nUSER'S CUSTOM INSTRUCTIONS\n\nUser rule.")
+    assert "MODE INSTRUCTIONS" not in user_only

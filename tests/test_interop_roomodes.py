@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from prompt_composer import default_docs_dir, load_registry
+from prompt_composer import Composer, default_docs_dir, load_registry
 from prompt_composer.cli import main
 from prompt_composer.errors import ImporterError
 from prompt_composer.roomodes import import_roomodes
@@ -94,6 +94,26 @@ def test_a_file_regex_restriction_refuses_an_edit_outside_it(tools_only: Path, t
     assert architect.check_paths(registry.tools["apply_diff"], {"path": "./README.md", "diff": "x"}) is None
     assert architect.check_paths(registry.tools["read_file"], {"path": "src/app.py"}) is None  # read: unrestricted
     assert code.check_paths(write, {"path": "src/app.py", "content": "x"}) is None
+
+
+def test_a_file_regex_restriction_is_said_in_the_prompt_of_its_mode(tools_only: Path, tmp_path: Path) -> None:
+    docs_writer = {
+        "slug": "docs-writer",
+        "name": "Docs Writer",
+        "roleDefinition": "You write documentation.",
+        "groups": ["read", ["edit", {"fileRegex": r"\.md$", "description": "Markdown files"}], "command"],
+    }
+    source = tmp_path / ".roomodes"
+    source.write_text(json.dumps({"customModes": [docs_writer, _roo(groups=["read", "edit"])["customModes"][0]]}))
+    import_roomodes(source, tools_only)
+    composer = Composer(load_registry(tools_only))
+    system = composer.compose("docs-writer").system
+    assert (
+        "In this mode you may create and edit only files matching `\\.md$` (Markdown files); an edit to any other "
+        "file is refused."
+    ) in system
+    assert "Make the smallest change" not in system
+    assert "only files matching" not in composer.compose("x").system  # the unrestricted mode says nothing
 
 
 def test_reimport_keeps_an_edited_mode_and_dry_run_writes_nothing(

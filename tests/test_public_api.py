@@ -34,6 +34,7 @@ PUBLIC = {
     "SearchResult",
     "Selection",
     "SessionStore",
+    "SystemInfo",
     "TaskSession",
     "TiktokenCounter",
     "TokenCounter",

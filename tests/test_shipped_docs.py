@@ -80,3 +80,50 @@ def test_golden_prompts(shipped: Registry, shipped_composer: Composer, slug: str
             path.write_text(rendered, encoding="utf-8")
         assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1 and review it"
         assert rendered == path.read_text(encoding="utf-8"), f"{path} differs"
+
+
+# Section headers a tool doc may point at ("the Modes section"), keyed by the words before "section".
+SECTION_HEADERS = {"modes": "MODES", "mcp servers": "MCP SERVERS", "system information": "SYSTEM INFORMATION"}
+
+
+@pytest.mark.parametrize("slug", ["architect", "ask", "code", "debug", "orchestrator"])
+def test_every_section_a_tool_doc_points_at_is_in_that_modes_prompt(
+    shipped: Registry, shipped_composer: Composer, slug: str
+) -> None:
+    """A doc may say "see the X section" only where the X section is rendered, or say it may be absent."""
+    system = shipped_composer.compose(slug).system
+    for name in shipped.mode(slug).allowed:
+        doc = shipped.tools[name]
+        text = " ".join(f"{doc.brief} {doc.full} {doc.hint or ''}".split())
+        for match in re.finditer(r"\b(\w+(?: \w+)?) section\b", text):
+            words = match.group(1).lower()
+            header = next((h for key, h in SECTION_HEADERS.items() if words.endswith(key)), None)
+            assert header is not None, f"{name}: unknown section {match.group(0)!r}"
+            if "when this prompt has one" in text[match.end() : match.end() + 40]:
+                continue
+            assert f"====\n{header}\n" in system, f"{name} points at the {header} section, absent in {slug}"
+
+
+def test_each_mode_prompt_says_only_what_holds_in_that_mode(shipped: Registry, shipped_composer: Composer) -> None:
+    smallest, shell = "Make the smallest change", "Prefer the dedicated tool over a shell command"
+    edits, shells = set(), set()
+    for slug, mode in shipped.modes.items():
+        system = shipped_composer.compose(slug).system
+        groups = {shipped.tools[n].group for n in mode.allowed}
+        if smallest in system:
+            edits.add(slug)
+            assert "edit" in groups and "edit" not in mode.config.file_restrictions, slug
+        if shell in system:
+            shells.add(slug)
+            assert "command" in groups, slug
+        assert "one tool call at a time" not in system and "one tool per message" not in system, slug
+        assert "USER'S CUSTOM INSTRUCTIONS" not in system, slug  # the shipped text is the mode's, not the user's
+        assert f"====\nMODE INSTRUCTIONS\n\n{mode.config.custom_instructions}" in system, slug
+    assert edits == shells == {"code", "debug"}
+    architect = shipped_composer.compose("architect").system
+    assert (
+        "- In this mode you may create and edit only files matching `\\.md$` (Markdown planning documents only); "
+        "an edit to any other file is refused."
+    ) in architect
+    ask = shipped_composer.compose("ask").system  # text style: several tool_call blocks per message
+    assert "a message may hold several blocks, and they run in order" in ask

@@ -8,7 +8,7 @@ import sys
 import uuid
 from typing import Any
 
-from ..composer import Composer
+from ..composer import Composer, SystemInfo
 from ..promotion import POLICIES
 from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 from .core import positive_int, registry_of
@@ -67,8 +67,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("error: no API key: set ANTHROPIC_API_KEY", file=sys.stderr)
         return 2
     with sdk:
+        # The system information section (workspace, OS, shell, today's date) is read here, once per run: it
+        # is an input of composition, so `compose` (and the golden prompts) stay deterministic.
         client = ComposedClient(
-            sdk, registry=registry, mode=args.mode, task_id=f"run-{uuid.uuid4().hex[:12]}", policy=args.policy
+            sdk,
+            registry=registry,
+            mode=args.mode,
+            task_id=f"run-{uuid.uuid4().hex[:12]}",
+            policy=args.policy,
+            system_info=SystemInfo.detect(args.workspace),
         )
         try:
             result = client.run(
