@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import LoadError, PromptComposerError
-from . import agent, core, discovery, interop
+from . import agent, bench, core, discovery, interop, local
 
 __all__ = ["main"]
 
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (core, interop, agent, discovery)
+COMMAND_MODULES = (core, interop, agent, bench, discovery, local)
 
 
 def build_parser() -> argparse.ArgumentParser:

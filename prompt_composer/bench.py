@@ -1,0 +1,335 @@
+"""Agent-level A/B: the same tasks through the tool loop under several prompt variants, on a real model.
+
+A task file is JSONL, one task a line::
+
+    {"id": "t1", "task": "Where is parse_args defined?", "expect": ["search_files", "list_code_definitions"],
+     "args": {"regex": "parse_args"}, "workspace": "repo"}
+
+``expect`` lists the tools any of which is a right first call (an empty list: the right answer calls no tool);
+``args`` (optional) is a subset of that call's input that must match; ``workspace`` (optional, relative to the
+task file) is the folder the read-only executors may read. The *choice* of a task is its first call that is not
+``fetch_tool_description`` or ``tool_search``.
+
+Variants (each a way to send the same registry and mode):
+
+- ``static``: every allowed tool in full and no fetch tool: the agent without prompt-composer.
+- ``composed``: the mode as configured, under its own promotion policy.
+- ``every_turn``: the mode, recomposed every request from the recent-use FIFO.
+- ``discovery``: the mode with discovery on (permanent tools, ``tool_search`` and fetch; found tools join).
+
+Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
+to the next, as it would in a real agent's session. A task stops once the request after its choice has been
+answered (that request shows whether the prefix survived the choice: the real cache effect), at a final
+answer, or after ``max_iterations`` requests.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .discovery import TOOL_SEARCH_NAME
+from .errors import InputFileError, PromptComposerError
+from .fetch import FETCH_TOOL_NAME
+from .registry import Registry
+
+if TYPE_CHECKING:  # the anthropic module imports the SDK: only run_bench needs it
+    from .anthropic import Iteration
+
+__all__ = [
+    "VARIANTS",
+    "BenchReport",
+    "BenchTask",
+    "TaskOutcome",
+    "VariantReport",
+    "load_tasks",
+    "render_table",
+    "run_bench",
+    "variant_registry",
+]
+
+Variant = Literal["static", "composed", "every_turn", "discovery"]
+VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery")
+_NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
+_TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace"})
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    id: str
+    task: str
+    expect: tuple[str, ...]
+    args: Mapping[str, Any] = field(default_factory=dict)
+    workspace: Path | None = None
+
+
+def load_tasks(path: str | Path) -> list[BenchTask]:
+    """Read a task file; a bad line is an :class:`InputFileError` naming ``path:line`` and the field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    tasks: list[BenchTask] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(f"{where}: invalid JSON: {exc.msg}") from exc
+        if not isinstance(row, dict):
+            raise InputFileError(f"{where}: a task is a JSON object, not {type(row).__name__}")
+        unknown = sorted(set(row) - _TASK_KEYS)
+        if unknown:
+            raise InputFileError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(_TASK_KEYS))})")
+        task_id, task, expect = row.get("id"), row.get("task"), row.get("expect")
+        if not isinstance(task_id, str) or not task_id.strip():
+            raise InputFileError(f'{where}: "id" must be a non-empty string')
+        if task_id in seen:
+            raise InputFileError(f"{where}: duplicate id {task_id!r}")
+        seen.add(task_id)
+        if not isinstance(task, str) or not task.strip():
+            raise InputFileError(f'{where}: "task" must be a non-empty string')
+        if not isinstance(expect, list) or not all(isinstance(name, str) and name for name in expect):
+            raise InputFileError(f'{where}: "expect" must be a list of tool names ([] when no tool is right)')
+        args = row.get("args", {})
+        if not isinstance(args, dict):
+            raise InputFileError(f'{where}: "args" must be an object')
+        if args and not expect:
+            raise InputFileError(f'{where}: "args" needs an expected tool')
+        workspace = row.get("workspace")
+        folder: Path | None = None
+        if workspace is not None:
+            if not isinstance(workspace, str) or not workspace:
+                raise InputFileError(f'{where}: "workspace" must be a folder path relative to the task file')
+            folder = (path.parent / workspace).resolve()
+            if not folder.is_dir():
+                raise InputFileError(f'{where}: "workspace" {workspace!r} is not a folder next to {path.name}')
+        tasks.append(BenchTask(task_id, task, tuple(expect), args, folder))
+    if not tasks:
+        raise InputFileError(f"{path}: no tasks")
+    return tasks
+
+
+def check_tasks(tasks: Sequence[BenchTask], registry: Registry, mode: str) -> None:
+    """Every expected tool must be one the mode allows (else no variant could ever be right)."""
+    resolved = registry.mode(mode)
+    for task in tasks:
+        for name in task.expect:
+            if not resolved.allows(name):
+                raise InputFileError(f"task {task.id!r}: expected tool {name!r} is not in mode {mode!r}")
+
+
+def variant_registry(registry: Registry, mode: str, variant: Variant) -> Registry:
+    """The registry a variant runs on: the same, except ``discovery`` turns discovery on in ``mode``."""
+    if variant != "discovery":
+        return registry
+    configs = [m.config for m in registry.modes.values() if m.slug != mode]
+    configs.append(registry.mode(mode).config.model_copy(update={"discovery": True}))
+    return Registry.from_docs(registry.tools.values(), configs, root=registry.root, groups=registry.groups.values())
+
+
+@dataclass
+class TaskOutcome:
+    """One task under one variant."""
+
+    task: str
+    variant: str
+    choice: str | None = None  # the first call that is not a fetch or a search (None: no call)
+    correct: bool = False
+    args_ok: bool | None = None  # None: the task has no args to check
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    fetch_calls: int = 0
+    requests: int = 0
+    error: str | None = None  # an API error, or the loop's own, that ended the task
+    overflow: bool = False
+    wall_s: float = 0.0
+    first_token_s: list[float] = field(default_factory=list)  # per request, in order
+
+
+@dataclass
+class VariantReport:
+    tasks: int
+    first_tool_accuracy: float
+    args_accuracy: float | None
+    input_tokens: int
+    cache_read_tokens: int
+    fetch_calls: int
+    errors: int
+    overflows: int
+    wall_s: float
+    ttft_first_median_s: float | None  # the first request of each task
+    ttft_later_median_s: float | None  # every request after a task's first: the cache effect
+
+    @classmethod
+    def of(cls, outcomes: Sequence[TaskOutcome]) -> VariantReport:
+        with_args = [o for o in outcomes if o.args_ok is not None]
+        firsts = [o.first_token_s[0] for o in outcomes if o.first_token_s]
+        later = [t for o in outcomes for t in o.first_token_s[1:]]
+        return cls(
+            tasks=len(outcomes),
+            first_tool_accuracy=_ratio(sum(o.correct for o in outcomes), len(outcomes)),
+            args_accuracy=_ratio(sum(bool(o.args_ok) for o in with_args), len(with_args)) if with_args else None,
+            input_tokens=sum(o.input_tokens for o in outcomes),
+            cache_read_tokens=sum(o.cache_read_tokens for o in outcomes),
+            fetch_calls=sum(o.fetch_calls for o in outcomes),
+            errors=sum(o.error is not None and not o.overflow for o in outcomes),
+            overflows=sum(o.overflow for o in outcomes),
+            wall_s=round(sum(o.wall_s for o in outcomes), 2),
+            ttft_first_median_s=round(statistics.median(firsts), 3) if firsts else None,
+            ttft_later_median_s=round(statistics.median(later), 3) if later else None,
+        )
+
+
+def _ratio(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+@dataclass
+class BenchReport:
+    variants: dict[str, VariantReport]
+    outcomes: list[TaskOutcome]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"variants": {name: vars(report) for name, report in self.variants.items()}}
+
+
+class _Enough(Exception):
+    """Raised from the loop's iteration callback: the task has shown what the bench measures."""
+
+
+def _is_overflow(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "context" in text and any(word in text for word in ("exceed", "too long", "overflow", "size"))
+
+
+def run_bench(
+    client: Any,
+    registry: Registry,
+    mode: str,
+    tasks: Sequence[BenchTask],
+    *,
+    model: str,
+    variants: Sequence[Variant] = VARIANTS,
+    max_iterations: int = 4,
+    max_tokens: int = 512,
+    extra_body: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BenchReport:
+    """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic``)."""
+    from .anthropic import ComposedClient
+    from .composer import Composer
+    from .executors import workspace_executors
+
+    check_tasks(tasks, registry, mode)
+    say = progress or (lambda _msg: None)
+    outcomes: list[TaskOutcome] = []
+    reports: dict[str, VariantReport] = {}
+    for variant in variants:
+        composer = Composer(variant_registry(registry, mode, variant))
+        done: list[TaskOutcome] = []
+        for number, task in enumerate(tasks, 1):
+            outcome = TaskOutcome(task.id, variant)
+            wrapped = ComposedClient(
+                client,
+                composer=composer,
+                mode=mode,
+                task_id=f"bench-{variant}-{task.id}",
+                policy="every_turn" if variant == "every_turn" else None,
+                baseline=variant == "static",
+            )
+            executors = workspace_executors(task.workspace) if task.workspace is not None else {}
+            start = time.perf_counter()
+            try:
+                wrapped.run(
+                    task.task,
+                    model=model,
+                    max_tokens=max_tokens,
+                    executors=executors,
+                    max_iterations=max_iterations,
+                    on_iteration=_Watch(outcome, task),
+                    stream=True,
+                    extra_body=dict(extra_body or {}),
+                )
+            except _Enough:
+                pass
+            except PromptComposerError as exc:  # MaxIterationsError: a choice made before it still counts
+                if outcome.choice is None:
+                    outcome.error = str(exc)
+            except Exception as exc:  # an API error: a context overflow counts as a wrong choice
+                outcome.error = f"{type(exc).__name__}: {exc}"
+                outcome.overflow = _is_overflow(exc)
+            if outcome.choice is None and not task.expect and outcome.error is None:
+                outcome.correct = True  # no call, and none was right
+            outcome.wall_s = round(time.perf_counter() - start, 3)
+            done.append(outcome)
+            mark = "ok" if outcome.correct else "overflow" if outcome.overflow else "error" if outcome.error else "x"
+            say(f"[{variant} {number}/{len(tasks)}] {task.id}: {outcome.choice or '-'} {mark} ({outcome.wall_s:.1f} s)")
+        reports[variant] = VariantReport.of(done)
+        outcomes += done
+    return BenchReport(reports, outcomes)
+
+
+class _Watch:
+    """The loop's ``on_iteration`` for one task: counts tokens, fetches and first-token times, scores the choice,
+    and ends the task once the request after the choice has been answered."""
+
+    def __init__(self, outcome: TaskOutcome, task: BenchTask) -> None:
+        self.outcome = outcome
+        self.task = task
+        self.chosen_at: int | None = None
+
+    def __call__(self, iteration: Iteration) -> None:
+        outcome = self.outcome
+        outcome.requests += 1
+        outcome.input_tokens += iteration.usage.input_tokens
+        outcome.cache_read_tokens += iteration.usage.cache_read_input_tokens
+        if iteration.first_token is not None:
+            outcome.first_token_s.append(round(iteration.first_token, 3))
+        if self.chosen_at is not None and iteration.index > self.chosen_at:
+            raise _Enough
+        for call in iteration.tool_calls:
+            if call.name == FETCH_TOOL_NAME:
+                outcome.fetch_calls += 1
+            elif call.name not in _NOT_A_CHOICE and self.chosen_at is None:
+                self.chosen_at = iteration.index
+                outcome.choice = call.name
+                outcome.correct = call.name in self.task.expect
+                if self.task.args:
+                    args = self.task.args.items()
+                    outcome.args_ok = outcome.correct and all(call.input.get(k) == v for k, v in args)
+
+
+def render_table(report: BenchReport) -> str:
+    """A fixed-width table, one row per variant."""
+    header = ["variant", "tasks", "first-tool", "args", "input tok", "cache read", "fetches", "errors", "overflows"]
+    header += ["wall s", "ttft 1st", "ttft later"]
+    rows = [header]
+    for name, r in report.variants.items():
+        rows.append(
+            [
+                name,
+                str(r.tasks),
+                f"{r.first_tool_accuracy:.1%}",
+                "-" if r.args_accuracy is None else f"{r.args_accuracy:.1%}",
+                str(r.input_tokens),
+                str(r.cache_read_tokens),
+                str(r.fetch_calls),
+                str(r.errors),
+                str(r.overflows),
+                f"{r.wall_s:.1f}",
+                "-" if r.ttft_first_median_s is None else f"{r.ttft_first_median_s:.2f}",
+                "-" if r.ttft_later_median_s is None else f"{r.ttft_later_median_s:.2f}",
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)

@@ -1,0 +1,77 @@
+"""``bench``: the agent-level A/B (static vs composed vs every_turn vs discovery) on a registry and a model."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import sys
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from ..bench import VARIANTS, Variant, load_tasks, render_table, run_bench
+from .core import positive_int, registry_of
+
+DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("bench", help="A/B the prompt variants on tasks through the tool loop and a real model")
+    p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
+    p.add_argument("--mode", required=True)
+    p.add_argument("--base-url", required=True, help="the model server (e.g. `prompt-composer model serve`'s URL)")
+    p.add_argument("--provider", choices=("anthropic",), default="anthropic", help="wire format (default: anthropic)")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated (default: {','.join(VARIANTS)})")
+    p.add_argument("--max-iterations", type=positive_int, default=4, help="requests per task at most (default: 4)")
+    p.add_argument("--max-tokens", type=positive_int, default=512)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(handler=cmd_bench)
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import anthropic
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        print(f"error: unknown variant {unknown[0] if unknown else '(none)'}; choose from {', '.join(VARIANTS)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    registry = registry_of(args)
+    registry.mode(args.mode)
+    tasks = load_tasks(args.tasks)
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key and not _loopback(args.base_url):
+        print("error: no API key: set ANTHROPIC_API_KEY (a local server needs none)", file=sys.stderr)
+        return 2
+    with anthropic.Anthropic(base_url=args.base_url, api_key=key or "local", timeout=900) as sdk:
+        report = run_bench(
+            sdk,
+            registry,
+            args.mode,
+            tasks,
+            model=args.model,
+            variants=cast(list[Variant], variants),
+            max_iterations=args.max_iterations,
+            max_tokens=args.max_tokens,
+            extra_body={"temperature": args.temperature},
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    if args.format == "json":
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(render_table(report))
+    return 0

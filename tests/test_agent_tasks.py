@@ -1,0 +1,194 @@
+"""The agent benchmark's task sets (benchmarks/agent_tasks.py): every set loads, its tasks name tools its mode
+allows, the generated sets are deterministic and stay within the catalog cap, and the coding fixture works."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.agent_tasks import (
+    CODING_DIR,
+    MAX_STATIC_TOKENS,
+    METATOOL_DIR,
+    TaskSet,
+    build_bfcl,
+    build_metatool,
+    build_task_sets,
+    coding_set,
+    static_tokens,
+)
+from prompt_composer import Composer, Registry, load_registry, run_audit
+
+PER_SET = 6
+HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
+HAS_METATOOL = (METATOOL_DIR / "tools.json").is_file()
+needs_bfcl = pytest.mark.skipif(not HAS_BFCL, reason="bfcl-eval is not installed (pip install prompt-composer[bench])")
+needs_metatool = pytest.mark.skipif(not HAS_METATOOL, reason="../shared/corpora/metatool is not beside this checkout")
+TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float)}
+
+
+def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in task_set.tasks.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def bfcl(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
+    if not HAS_BFCL:
+        pytest.skip("bfcl-eval is not installed")
+    return build_bfcl(tmp_path_factory.mktemp("bfcl") / "bfcl", per_set=PER_SET, seed=7)
+
+
+@pytest.fixture(scope="module")
+def metatool(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
+    if not HAS_METATOOL:
+        pytest.skip("the MetaTool corpus is not available")
+    return build_metatool(tmp_path_factory.mktemp("metatool") / "metatool", per_set=PER_SET, seed=7)
+
+
+def check_set(task_set: TaskSet) -> tuple[Registry, list[dict[str, Any]]]:
+    """The checks every set passes: it loads, its tasks are well formed and name tools its mode allows."""
+    registry = load_registry(task_set.docs)
+    mode = registry.mode(task_set.mode)
+    tasks = read_tasks(task_set)
+    assert tasks
+    assert len({t["id"] for t in tasks}) == len(tasks)
+    for task in tasks:
+        assert {"id", "task", "expect"} <= set(task) <= {"id", "task", "expect", "args", "workspace"}, task
+        assert isinstance(task["id"], str) and isinstance(task["task"], str) and task["task"].strip()
+        assert isinstance(task["expect"], list)
+        assert len(set(task["expect"])) == len(task["expect"])
+        for name in task["expect"]:
+            assert mode.allows(name), f"{task['id']}: {name} is not allowed in mode {mode.slug}"
+        args = task.get("args", {})
+        assert isinstance(args, dict)
+        assert not args or task["expect"], f"{task['id']}: args without an expected tool"
+        for name in task["expect"]:
+            properties = registry.tools[name].input_schema.get("properties", {})
+            for key, value in args.items():
+                assert key in properties, f"{task['id']}: {name} has no parameter {key!r}"
+                kind = properties[key].get("type")
+                if kind in TYPES:
+                    assert isinstance(value, TYPES[kind]) and not isinstance(value, bool), (task["id"], key, value)
+    return registry, tasks
+
+
+def check_generated(task_set: TaskSet) -> None:
+    registry, _ = check_set(task_set)
+    mode = registry.mode(task_set.mode)
+    assert mode.permanent == ()
+    assert mode.recent_size == 4
+    assert set(mode.allowed) == set(registry.tools)
+    assert not run_audit(Composer(registry)).over_budget  # what `prompt-composer --docs DIR audit --check` asks
+    assert static_tokens(registry.tools.values()) <= MAX_STATIC_TOKENS
+
+
+# --- coding ------------------------------------------------------------------------------------------------
+
+
+def test_coding_set_uses_the_shipped_docs_in_code_mode() -> None:
+    task_set = coding_set()
+    registry, tasks = check_set(task_set)
+    assert task_set.mode == "code"
+    assert registry.fingerprint == load_registry().fingerprint
+    assert 12 <= len(tasks) <= 16
+    mode = registry.mode("code")
+    brief_only = [t["id"] for t in tasks if t["expect"] and not set(t["expect"]) & set(mode.permanent)]
+    assert len(brief_only) >= 4, brief_only
+    for task in tasks:
+        workspace = task_set.tasks.parent / task["workspace"]
+        assert workspace.is_dir(), task["id"]
+        path = task.get("args", {}).get("path")
+        if path is not None:  # a new file must not exist yet; any other file named must
+            exists = (workspace / path).is_file()
+            assert exists != (task["expect"] == ["write_to_file"]), (task["id"], path)
+
+
+def test_coding_tasks_cover_the_kinds_asked_for() -> None:
+    expected = {name for task in read_tasks(coding_set()) for name in task["expect"]}
+    for name in (
+        "search_files",
+        "read_file",
+        "list_files",
+        "glob",
+        "list_code_definitions",
+        "write_to_file",
+        "apply_diff",
+        "insert_content",
+        "search_and_replace",
+        "execute_command",
+        "ask_followup_question",
+    ):
+        assert name in expected, name
+
+
+@pytest.mark.slow
+def test_the_fixture_repositorys_own_tests_pass() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave the committed fixture as it is
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark"],
+        cwd=CODING_DIR / "repo",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout
+
+
+# --- generated sets ------------------------------------------------------------------------------------------
+
+
+@needs_bfcl
+def test_bfcl_set(bfcl: TaskSet) -> None:
+    check_generated(bfcl)
+    tasks = read_tasks(bfcl)
+    assert len(tasks) == PER_SET
+    irrelevance = [t for t in tasks if t["id"].startswith("bfcl-irrelevance_")]
+    assert irrelevance and len(irrelevance) < len(tasks)
+    for task in tasks:
+        assert (task["expect"] == []) == (task in irrelevance), task
+        assert len(task["expect"]) <= 1
+        assert "args" not in task or task["args"]
+
+
+@needs_metatool
+def test_metatool_set(metatool: TaskSet) -> None:
+    registry, tasks = check_set(metatool)
+    check_generated(metatool)
+    assert len(tasks) == PER_SET
+    assert all(len(t["expect"]) == 1 and "args" not in t for t in tasks)
+    assert len({t["expect"][0] for t in tasks}) == PER_SET  # one query per labelled tool
+    assert len(registry.tools) > PER_SET  # distractors
+    for doc in registry.tools.values():
+        assert doc.brief_source == "drafted"
+        assert doc.input_schema["required"] == ["query"]
+
+
+@needs_bfcl
+@needs_metatool
+def test_build_is_deterministic_and_ordered(tmp_path: Path) -> None:
+    first = build_task_sets(tmp_path / "a", per_set=PER_SET, seed=3)
+    second = build_task_sets(tmp_path / "b", per_set=PER_SET, seed=3)
+    assert [s.name for s in first] == ["coding", "bfcl", "metatool"]
+    for one, two in zip(first, second, strict=True):
+        assert one.tasks.read_bytes() == two.tasks.read_bytes()
+        files = sorted(p.relative_to(one.docs) for p in one.docs.rglob("*.yaml"))
+        assert files == sorted(p.relative_to(two.docs) for p in two.docs.rglob("*.yaml"))
+        for file in files:
+            assert (one.docs / file).read_bytes() == (two.docs / file).read_bytes()
+    other = build_task_sets(tmp_path / "c", per_set=PER_SET, seed=4)
+    assert other[1].tasks.read_bytes() != first[1].tasks.read_bytes()
+    # A rebuild into the same folder replaces the set instead of mixing old and new docs.
+    again = build_task_sets(tmp_path / "a", per_set=PER_SET, seed=4)
+    assert again[1].tasks.read_bytes() == other[1].tasks.read_bytes()
+    assert sorted(p.name for p in again[1].docs.glob("*.yaml")) == sorted(p.name for p in other[1].docs.glob("*.yaml"))
