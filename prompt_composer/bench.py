@@ -7,8 +7,9 @@ A task file is JSONL, one task a line::
 
 ``expect`` lists the tools any of which is a right first call (an empty list: the right answer calls no tool);
 ``args`` (optional) is a subset of that call's input that must match; ``workspace`` (optional, relative to the
-task file) is the folder the read-only executors may read. The *choice* of a task is its first call that is not
-``fetch_tool_description`` or ``tool_search``.
+task file) is the folder the read-only executors may read; every other tool of the mode gets a placeholder result
+(it is not run, but the call is recorded in the recent-use FIFO as in a real agent). The *choice* of a task is
+its first call that is not ``fetch_tool_description`` or ``tool_search``.
 
 Variants (each a way to send the same registry and mode):
 
@@ -228,7 +229,6 @@ def run_bench(
     """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic``)."""
     from .anthropic import ComposedClient
     from .composer import Composer
-    from .executors import workspace_executors
 
     check_tasks(tasks, registry, mode)
     say = progress or (lambda _msg: None)
@@ -247,7 +247,7 @@ def run_bench(
                 policy="every_turn" if variant == "every_turn" else None,
                 baseline=variant == "static",
             )
-            executors = workspace_executors(task.workspace) if task.workspace is not None else {}
+            executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()
             try:
                 wrapped.run(
@@ -277,6 +277,19 @@ def run_bench(
         reports[variant] = VariantReport.of(done)
         outcomes += done
     return BenchReport(reports, outcomes)
+
+
+def _executors(allowed: Sequence[str], workspace: Path | None) -> dict[str, Any]:
+    """The read-only workspace executors, and a placeholder for every other tool of the mode: the call is
+    answered (and enters the recent-use FIFO, as it would in an agent whose tools run) without running."""
+    from .executors import workspace_executors
+
+    real = dict(workspace_executors(workspace)) if workspace is not None else {}
+
+    def placeholder(name: str) -> Any:
+        return lambda _input: f"[bench] {name} was not run: this benchmark measures which tool is chosen."
+
+    return {name: real.get(name) or placeholder(name) for name in allowed}
 
 
 class _Watch:

@@ -7,8 +7,9 @@
     ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
     ├── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
     ├── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
-    ├── InputFileError       a query or trace file is unreadable or has a malformed line (path:line)
-    └── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
+    ├── InputFileError       a query, trace or bench task file is unreadable or has a malformed line (path:line)
+    ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
+    └── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
 
 Errors carry their context as attributes so callers never parse messages.
 """
@@ -24,6 +25,7 @@ __all__ = [
     "ImporterError",
     "InputFileError",
     "LoadError",
+    "LocalModelError",
     "Problem",
     "PromptComposerError",
     "UnknownModeError",
@@ -97,3 +99,7 @@ class InputFileError(PromptComposerError):
 
 class EmbeddingUnavailable(PromptComposerError):
     """The embedding model package is missing, or its model failed to load."""
+
+
+class LocalModelError(PromptComposerError):
+    """The local model could not be set up or started (offline, a hash mismatch, a missing runtime …)."""

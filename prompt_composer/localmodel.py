@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .errors import PromptComposerError
+from .errors import LocalModelError
 
 __all__ = [
     "CHAT_TEMPLATES",
@@ -42,10 +42,6 @@ __all__ = [
     "serve",
     "setup_model",
 ]
-
-
-class LocalModelError(PromptComposerError):
-    """The local model could not be set up or started (offline, hash mismatch, missing runtime …)."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ PUBLIC = {
     "ImporterError",
     "InMemorySessionStore",
     "LoadError",
+    "LocalModelError",
     "Mode",
     "ModeAudit",
     "ModeConfig",
@@ -75,7 +76,8 @@ def test_every_error_derives_from_the_root() -> None:
 def test_core_imports_neither_the_sdk_nor_numpy() -> None:
     probe = (
         "import sys, prompt_composer, prompt_composer.cli, prompt_composer.replay, prompt_composer.importers,"
-        " prompt_composer.roomodes, prompt_composer.providers, prompt_composer.executors, prompt_composer.evaluate;"
+        " prompt_composer.roomodes, prompt_composer.providers, prompt_composer.executors, prompt_composer.evaluate,"
+        " prompt_composer.bench, prompt_composer.localmodel;"
         " print(sorted(m for m in ('anthropic', 'numpy', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout

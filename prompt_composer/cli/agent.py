@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import uuid
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from ..composer import Composer, SystemInfo
 from ..promotion import POLICIES
 from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
-from .core import positive_int, registry_of
+from .core import loopback, positive_int, registry_of
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
@@ -58,7 +59,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        sdk = anthropic.Anthropic(base_url=args.base_url)
+        # A model server on this machine (`prompt-composer model serve`) needs no key: send a placeholder.
+        local_key = "local" if loopback(args.base_url) and not os.environ.get("ANTHROPIC_API_KEY") else None
+        sdk = anthropic.Anthropic(base_url=args.base_url, api_key=local_key)
     except anthropic.AnthropicError as exc:  # e.g. no API key
         print(f"error: {exc}", file=sys.stderr)
         return 2

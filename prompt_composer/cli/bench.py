@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import os
 import sys
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from ..bench import VARIANTS, Variant, load_tasks, render_table, run_bench
-from .core import positive_int, registry_of
+from .core import loopback, positive_int, registry_of
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
 
@@ -31,16 +29,6 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
-def _loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     import anthropic
 
@@ -54,7 +42,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     registry.mode(args.mode)
     tasks = load_tasks(args.tasks)
     key = os.environ.get("ANTHROPIC_API_KEY")
-    if not key and not _loopback(args.base_url):
+    if not key and not loopback(args.base_url):
         print("error: no API key: set ANTHROPIC_API_KEY (a local server needs none)", file=sys.stderr)
         return 2
     with anthropic.Anthropic(base_url=args.base_url, api_key=key or "local", timeout=900) as sdk:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..audit import run_audit
 from ..composer import Composer
@@ -55,6 +57,17 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def loopback(url: str | None) -> bool:
+    """Whether ``url`` points at this machine (a local model server needs no API key)."""
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def registry_of(args: argparse.Namespace) -> Registry:

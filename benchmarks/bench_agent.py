@@ -1,0 +1,105 @@
+"""Agent-level A/B on the real local model: static vs composed vs every_turn vs discovery, per task set.
+
+Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool] [--json FILE]
+Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only).
+Takes ~45 minutes on 2 cores. Starts one server (16k context) for the whole run; every task runs through the
+tool loop (`prompt_composer.bench.run_bench`), variant by variant. Token figures are ratios against the static
+variant of the same set and run; "ttft later (FIFO)" is the median time to first token of the requests after a
+task's first, over the tasks whose choice changed the recent-use FIFO (a tool the mode does not hold in full).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import anthropic
+
+from benchmarks.agent_tasks import build_task_sets
+from prompt_composer import load_registry
+from prompt_composer.bench import BenchReport, load_tasks, run_bench
+from prompt_composer.localmodel import LocalModelServer
+
+
+def fifo_ttft(report: BenchReport, variant: str, permanent: set[str]) -> float | None:
+    """Median first-token time after a task's first request, over tasks whose choice entered the FIFO."""
+    times = [
+        t
+        for o in report.outcomes
+        if o.variant == variant and o.choice is not None and o.choice not in permanent
+        for t in o.first_token_s[1:]
+    ]
+    return round(statistics.median(times), 2) if times else None
+
+
+def table(name: str, report: BenchReport, permanent: set[str]) -> list[str]:
+    static = report.variants.get("static")
+    sent_static = (static.input_tokens + static.cache_read_tokens) if static else 0
+    lines = [
+        f"**{name}**",
+        "",
+        "| variant | tasks | first-tool acc. | args acc. | prompt tokens sent | vs static | uncached input | "
+        "fetches | errors | overflows | wall s | ttft 1st | ttft later | ttft later (FIFO) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for variant, r in report.variants.items():
+        sent = r.input_tokens + r.cache_read_tokens
+        ratio = f"{sent / sent_static:.2f}" if sent_static else "-"
+        args = "-" if r.args_accuracy is None else f"{r.args_accuracy:.0%}"
+        first = "-" if r.ttft_first_median_s is None else f"{r.ttft_first_median_s:.2f}"
+        later = "-" if r.ttft_later_median_s is None else f"{r.ttft_later_median_s:.2f}"
+        fifo = fifo_ttft(report, variant, permanent)
+        lines.append(
+            f"| {variant} | {r.tasks} | {r.first_tool_accuracy:.0%} | {args} | {sent:,} | {ratio} | "
+            f"{r.input_tokens:,} | {r.fetch_calls} | {r.errors} | {r.overflows} | {r.wall_s:.0f} | {first} | "
+            f"{later} | {'-' if fifo is None else f'{fifo:.2f}'} |"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--per-set", type=int, default=12, help="tasks per generated set (coding has 16)")
+    parser.add_argument("--sets", default="coding,bfcl,metatool")
+    parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
+    args = parser.parse_args()
+    wanted = args.sets.split(",")
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp, LocalModelServer(ctx=16384, timeout=300) as server:
+        sets = [s for s in build_task_sets(Path(tmp), per_set=args.per_set) if s.name in wanted]
+        sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
+        for task_set in sets:
+            registry = load_registry(task_set.docs)
+            tasks = load_tasks(task_set.tasks)
+            start = time.perf_counter()
+            report = run_bench(
+                sdk,
+                registry,
+                task_set.mode,
+                tasks,
+                model="local",
+                extra_body={"temperature": 0},
+                progress=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+            permanent = set(registry.mode(task_set.mode).permanent)
+            print("\n".join(table(f"{task_set.name} ({len(tasks)} tasks, mode {task_set.mode})", report, permanent)))
+            print(f"\n({time.perf_counter() - start:.0f} s)\n", flush=True)
+            out[task_set.name] = {
+                **report.as_dict(),
+                "outcomes": [vars(o) for o in report.outcomes],
+            }
+        sdk.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
