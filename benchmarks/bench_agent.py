@@ -1,6 +1,6 @@
 """Agent-level A/B on the real local model: static vs composed vs every_turn vs discovery, per task set.
 
-Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool] [--json FILE]
+Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool] [--variants ...] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only).
 Takes ~45 minutes on 2 cores. Starts one server (16k context) for the whole run; every task runs through the
 tool loop (`prompt_composer.bench.run_bench`), variant by variant. Token figures are ratios against the static
@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -24,7 +25,7 @@ import anthropic
 
 from benchmarks.agent_tasks import build_task_sets
 from prompt_composer import load_registry
-from prompt_composer.bench import BenchReport, load_tasks, run_bench
+from prompt_composer.bench import VARIANTS, BenchReport, Variant, load_tasks, run_bench
 from prompt_composer.localmodel import LocalModelServer
 
 
@@ -68,6 +69,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-set", type=int, default=12, help="tasks per generated set (coding has 16)")
     parser.add_argument("--sets", default="coding,bfcl,metatool")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (default: all)")
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
     wanted = args.sets.split(",")
@@ -85,6 +87,7 @@ def main() -> int:
                 task_set.mode,
                 tasks,
                 model="local",
+                variants=[cast(Variant, v) for v in args.variants.split(",")],
                 extra_body={"temperature": 0},
                 progress=lambda line: print(line, file=sys.stderr, flush=True),
             )

@@ -114,6 +114,7 @@ __all__ = [
     "MaxIterationsError",
     "PendingCall",
     "Policy",
+    "StopLoop",
     "TextToolCall",
     "TokenUsage",
     "ToolCallRecord",
@@ -280,6 +281,11 @@ class ToolLoopError(PromptComposerError):
 
 class MaxIterationsError(ToolLoopError):
     """The model still asked for tools after ``max_iterations`` requests."""
+
+
+class StopLoop(Exception):
+    """Raise from ``on_iteration`` to end the tool loop after that iteration: ``run`` returns the result so far
+    (the answers to that iteration's calls are already in ``messages``, ready for a request of your own)."""
 
 
 def partial_result(exc: BaseException) -> LoopResult | None:
@@ -664,7 +670,8 @@ class ComposedClient(_ClientBase):
         ``task`` is the user's message (or a whole initial message list). ``executors`` maps tool names to
         callables ``(input) -> output``; ``fetch_tool_description`` (and ``tool_search`` in a discovery mode) is
         answered here, and a ``call_tool`` call (``call_tool=True``) runs its inner tool's executor. ``approve``
-        runs before each tool (``False`` denies it); ``on_iteration`` sees each step. Other keyword arguments
+        runs before each tool (``False`` denies it); ``on_iteration`` sees each step (raising :class:`StopLoop`
+        there ends the loop and returns the result so far). Other keyword arguments
         (``system``, ``tools``, ``temperature`` …) go to every request. Raises :class:`MaxIterationsError`
         when the model still asks for tools after ``max_iterations`` requests, and lets SDK errors through with the
         partial result attached (see :func:`partial_result`).
@@ -688,7 +695,10 @@ class ComposedClient(_ClientBase):
             answered = [(call, loop.call_sync(call, index, approve)) for call in calls]
             iteration = loop.answer(index, message, prompt, answered, clock)
             if on_iteration is not None:
-                on_iteration(iteration)
+                try:
+                    on_iteration(iteration)
+                except StopLoop:
+                    return loop.result
             if iteration.correction is None and not calls:
                 return loop.result
         raise loop.exhausted()
@@ -777,9 +787,12 @@ class AsyncComposedClient(_ClientBase):
             answered = [(call, await loop.call_async(call, index, approve)) for call in calls]
             iteration = loop.answer(index, message, prompt, answered, clock)
             if on_iteration is not None:
-                seen = on_iteration(iteration)
-                if inspect.isawaitable(seen):
-                    await seen
+                try:
+                    seen = on_iteration(iteration)
+                    if inspect.isawaitable(seen):
+                        await seen
+                except StopLoop:
+                    return loop.result
             if iteration.correction is None and not calls:
                 return loop.result
         raise loop.exhausted()
@@ -1176,8 +1189,13 @@ class _Loop:
         return iteration
 
     def exhausted(self) -> MaxIterationsError:
+        last = self.result.iterations[-1] if self.result.iterations else None
+        if last is not None and last.correction is not None:
+            what = "still imitated tool results instead of answering"
+        else:
+            what = "still asked for tools"
         return MaxIterationsError(
-            f"the model still asked for tools after max_iterations={self.max_iterations} requests "
+            f"the model {what} after max_iterations={self.max_iterations} requests "
             f"({len(self.result.tool_calls)} tool calls answered); the partial result is on .result",
             self.result,
         )

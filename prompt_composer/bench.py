@@ -19,14 +19,16 @@ Variants (each a way to send the same registry and mode):
 - ``discovery``: the mode with discovery on (permanent tools, ``tool_search`` and fetch; found tools join).
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
-to the next, as it would in a real agent's session. A task stops once the request after its choice has been
-answered (that request shows whether the prefix survived the choice: the real cache effect), at a final
-answer, or after ``max_iterations`` requests.
+to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
+``max_iterations``); after a choice, the request the agent would send next (the choice's result appended) is
+sent with ``max_tokens=1``: its time to first token shows whether the prefix survived the choice (the real cache
+effect), without generating an answer nobody scores.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -67,6 +69,7 @@ class BenchTask:
     expect: tuple[str, ...]
     args: Mapping[str, Any] = field(default_factory=dict)
     workspace: Path | None = None
+    where: str = ""  # FILE:LINE of the task, for errors found after loading
 
 
 def load_tasks(path: str | Path) -> list[BenchTask]:
@@ -76,6 +79,8 @@ def load_tasks(path: str | Path) -> list[BenchTask]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     tasks: list[BenchTask] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
@@ -106,18 +111,28 @@ def load_tasks(path: str | Path) -> list[BenchTask]:
             raise InputFileError(f'{where}: "args" must be an object')
         if args and not expect:
             raise InputFileError(f'{where}: "args" needs an expected tool')
-        workspace = row.get("workspace")
-        folder: Path | None = None
-        if workspace is not None:
-            if not isinstance(workspace, str) or not workspace:
-                raise InputFileError(f'{where}: "workspace" must be a folder path relative to the task file')
-            folder = (path.parent / workspace).resolve()
-            if not folder.is_dir():
-                raise InputFileError(f'{where}: "workspace" {workspace!r} is not a folder next to {path.name}')
-        tasks.append(BenchTask(task_id, task, tuple(expect), args, folder))
+        tasks.append(BenchTask(task_id, task, tuple(expect), args, _workspace(row, path, where), where))
     if not tasks:
         raise InputFileError(f"{path}: no tasks")
     return tasks
+
+
+def _workspace(row: Mapping[str, Any], path: Path, where: str) -> Path | None:
+    """The task's folder: relative to the task file and inside its folder (the model may read all of it, and
+    what it reads goes to the model server)."""
+    workspace = row.get("workspace")
+    if workspace is None:
+        return None
+    if not isinstance(workspace, str) or not workspace:
+        raise InputFileError(f'{where}: "workspace" must be a folder path relative to the task file')
+    base = path.parent.resolve()
+    # Checked as written (a symlink placed there on purpose is the folder's owner's choice, not the file's).
+    folder = Path(os.path.normpath(base / workspace))
+    if Path(workspace).is_absolute() or not folder.is_relative_to(base):
+        raise InputFileError(f'{where}: "workspace" {workspace!r} must be inside the folder of {path.name}')
+    if not folder.is_dir():
+        raise InputFileError(f'{where}: "workspace" {workspace!r} is not a folder next to {path.name}')
+    return folder
 
 
 def check_tasks(tasks: Sequence[BenchTask], registry: Registry, mode: str) -> None:
@@ -126,7 +141,8 @@ def check_tasks(tasks: Sequence[BenchTask], registry: Registry, mode: str) -> No
     for task in tasks:
         for name in task.expect:
             if not resolved.allows(name):
-                raise InputFileError(f"task {task.id!r}: expected tool {name!r} is not in mode {mode!r}")
+                where = task.where or f"task {task.id!r}"
+                raise InputFileError(f"{where}: expected tool {name!r} is not in mode {mode!r}")
 
 
 def variant_registry(registry: Registry, mode: str, variant: Variant) -> Registry:
@@ -146,7 +162,7 @@ class TaskOutcome:
     variant: str
     choice: str | None = None  # the first call that is not a fetch or a search (None: no call)
     correct: bool = False
-    args_ok: bool | None = None  # None: the task has no args to check
+    args_ok: bool | None = None  # None: the task has no args to check; False unless the right call matched
     input_tokens: int = 0
     cache_read_tokens: int = 0
     fetch_calls: int = 0
@@ -204,12 +220,11 @@ class BenchReport:
         return {"variants": {name: vars(report) for name, report in self.variants.items()}}
 
 
-class _Enough(Exception):
-    """Raised from the loop's iteration callback: the task has shown what the bench measures."""
-
-
 def _is_overflow(exc: Exception) -> bool:
+    """llama.cpp: "… exceeds the available context size"; Anthropic: "prompt is too long: N tokens > M maximum"."""
     text = str(exc).lower()
+    if "prompt is too long" in text:
+        return True
     return "context" in text and any(word in text for word in ("exceed", "too long", "overflow", "size"))
 
 
@@ -227,18 +242,24 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
 ) -> BenchReport:
     """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic``)."""
-    from .anthropic import ComposedClient
+    from .anthropic import ComposedClient, StopLoop
     from .composer import Composer
+    from .search import ToolSearch
 
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or len(set(variants)) != len(variants):
+        raise ValueError(f"variants must be distinct names of {', '.join(VARIANTS)}; got {', '.join(variants)}")
     check_tasks(tasks, registry, mode)
     say = progress or (lambda _msg: None)
     outcomes: list[TaskOutcome] = []
     reports: dict[str, VariantReport] = {}
     for variant in variants:
         composer = Composer(variant_registry(registry, mode, variant))
+        # One search index per variant, shared by its tasks (built on the first tool_search, as in an agent).
+        search = ToolSearch(composer.registry) if variant == "discovery" else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
-            outcome = TaskOutcome(task.id, variant)
+            outcome = TaskOutcome(task.id, variant, args_ok=False if task.args else None)
             wrapped = ComposedClient(
                 client,
                 composer=composer,
@@ -246,22 +267,24 @@ def run_bench(
                 task_id=f"bench-{variant}-{task.id}",
                 policy="every_turn" if variant == "every_turn" else None,
                 baseline=variant == "static",
+                search=search,
             )
             executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()
+            watch = _Watch(outcome, task, StopLoop)
             try:
-                wrapped.run(
+                result = wrapped.run(
                     task.task,
                     model=model,
                     max_tokens=max_tokens,
                     executors=executors,
                     max_iterations=max_iterations,
-                    on_iteration=_Watch(outcome, task),
+                    on_iteration=watch,
                     stream=True,
                     extra_body=dict(extra_body or {}),
                 )
-            except _Enough:
-                pass
+                if watch.chosen_at is not None:
+                    _probe(wrapped, result.messages, outcome, model=model, extra_body=extra_body)
             except PromptComposerError as exc:  # MaxIterationsError: a choice made before it still counts
                 if outcome.choice is None:
                     outcome.error = str(exc)
@@ -272,7 +295,9 @@ def run_bench(
                 outcome.correct = True  # no call, and none was right
             outcome.wall_s = round(time.perf_counter() - start, 3)
             done.append(outcome)
-            mark = "ok" if outcome.correct else "overflow" if outcome.overflow else "error" if outcome.error else "x"
+            mark = "ok" if outcome.correct else "overflow" if outcome.overflow else "x"
+            if outcome.error is not None and not outcome.overflow:
+                mark = f"error: {outcome.error[:200]}"
             say(f"[{variant} {number}/{len(tasks)}] {task.id}: {outcome.choice or '-'} {mark} ({outcome.wall_s:.1f} s)")
         reports[variant] = VariantReport.of(done)
         outcomes += done
@@ -292,13 +317,33 @@ def _executors(allowed: Sequence[str], workspace: Path | None) -> dict[str, Any]
     return {name: real.get(name) or placeholder(name) for name in allowed}
 
 
+def _probe(wrapped: Any, messages: list[dict[str, Any]], outcome: TaskOutcome, *, model: str, extra_body: Any) -> None:
+    """Send the request the agent sends after its choice (the choice's result appended) with ``max_tokens=1``:
+    its first token times the cache effect without generating an answer nobody scores."""
+    from .anthropic import TokenUsage
+
+    started = time.perf_counter()
+    first: float | None = None
+    params = {"model": model, "max_tokens": 1, "messages": messages, "extra_body": dict(extra_body or {})}
+    with wrapped.messages.stream(**params) as events:
+        for event in events:
+            if first is None and event.type in ("content_block_start", "content_block_delta"):
+                first = time.perf_counter() - started
+        usage = TokenUsage.of(events.get_final_message().usage)
+    outcome.requests += 1
+    outcome.input_tokens += usage.input_tokens
+    outcome.cache_read_tokens += usage.cache_read_input_tokens
+    outcome.first_token_s.append(round(first if first is not None else time.perf_counter() - started, 3))
+
+
 class _Watch:
     """The loop's ``on_iteration`` for one task: counts tokens, fetches and first-token times, scores the choice,
-    and ends the task once the request after the choice has been answered."""
+    and stops the loop at the choice (``stop``: the loop's StopLoop)."""
 
-    def __init__(self, outcome: TaskOutcome, task: BenchTask) -> None:
+    def __init__(self, outcome: TaskOutcome, task: BenchTask, stop: type[Exception]) -> None:
         self.outcome = outcome
         self.task = task
+        self.stop = stop
         self.chosen_at: int | None = None
 
     def __call__(self, iteration: Iteration) -> None:
@@ -308,8 +353,6 @@ class _Watch:
         outcome.cache_read_tokens += iteration.usage.cache_read_input_tokens
         if iteration.first_token is not None:
             outcome.first_token_s.append(round(iteration.first_token, 3))
-        if self.chosen_at is not None and iteration.index > self.chosen_at:
-            raise _Enough
         for call in iteration.tool_calls:
             if call.name == FETCH_TOOL_NAME:
                 outcome.fetch_calls += 1
@@ -320,6 +363,8 @@ class _Watch:
                 if self.task.args:
                     args = self.task.args.items()
                     outcome.args_ok = outcome.correct and all(call.input.get(k) == v for k, v in args)
+        if self.chosen_at is not None:
+            raise self.stop
 
 
 def render_table(report: BenchReport) -> str:

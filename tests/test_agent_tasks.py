@@ -29,7 +29,9 @@ from prompt_composer import Composer, Registry, load_registry, run_audit
 PER_SET = 6
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
 HAS_METATOOL = (METATOOL_DIR / "tools.json").is_file()
-needs_bfcl = pytest.mark.skipif(not HAS_BFCL, reason="bfcl-eval is not installed (pip install prompt-composer[bench])")
+needs_bfcl = pytest.mark.skipif(
+    not HAS_BFCL, reason="bfcl-eval is not installed (pip install --no-deps bfcl-eval==2026.3.23)"
+)
 needs_metatool = pytest.mark.skipif(not HAS_METATOOL, reason="../shared/corpora/metatool is not beside this checkout")
 TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float)}
 

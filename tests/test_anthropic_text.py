@@ -576,6 +576,7 @@ def test_a_model_that_keeps_imitating_results_stops_at_max_iterations() -> None:
     with served(script) as (_server, client), pytest.raises(MaxIterationsError) as caught:
         wrapped(client).run("go", model=MODEL, executors=EXECUTORS, max_iterations=3)
     assert [it.correction is not None for it in caught.value.result.iterations] == [True, True, True]
+    assert "still imitated tool results instead of answering" in str(caught.value)
 
 
 @pytest.mark.parametrize(

@@ -48,8 +48,10 @@ def test_a_task_file_loads_with_workspaces_relative_to_it(tmp_path: Path) -> Non
         {"id": "b", "task": "What is 2+2?", "expect": []},
     )  # fmt: skip
     a, b = load_tasks(path)
-    assert a == BenchTask("a", "Read the README", ("read_file",), {"path": "README.md"}, (tmp_path / "repo"))
-    assert b.expect == () and b.workspace is None
+    assert a == BenchTask(
+        "a", "Read the README", ("read_file",), {"path": "README.md"}, (tmp_path / "repo"), f"{path}:1"
+    )
+    assert b.expect == () and b.workspace is None and b.where == f"{path}:3"
 
 
 @pytest.mark.parametrize(
@@ -64,6 +66,8 @@ def test_a_task_file_loads_with_workspaces_relative_to_it(tmp_path: Path) -> Non
         ({"id": "a", "task": "t", "expect": [], "args": {"p": 1}}, '"args" needs an expected tool'),
         ({"id": "a", "task": "t", "expect": ["x"], "args": [1]}, '"args" must be an object'),
         ({"id": "a", "task": "t", "expect": [], "workspace": "nowhere"}, "'nowhere' is not a folder"),
+        ({"id": "a", "task": "t", "expect": [], "workspace": "/etc"}, "'/etc' must be inside the folder"),
+        ({"id": "a", "task": "t", "expect": [], "workspace": ".."}, "'..' must be inside the folder"),
     ],
 )
 def test_a_bad_task_line_names_the_file_line_and_field(tmp_path: Path, row: Any, message: str) -> None:
@@ -79,13 +83,24 @@ def test_duplicate_ids_and_empty_files_are_refused(tmp_path: Path) -> None:
         load_tasks(write_tasks(tmp_path, row, row))
     with pytest.raises(InputFileError, match="no tasks"):
         load_tasks(write_tasks(tmp_path, ""))
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes('{"id": "é"}'.encode("latin-1"))
+    with pytest.raises(InputFileError, match=r"latin\.jsonl: not UTF-8 text"):
+        load_tasks(latin)
 
 
-def test_an_expected_tool_outside_the_mode_is_refused_before_any_request() -> None:
-    task = BenchTask("a", "edit it", ("write_to_file",))
+def test_an_expected_tool_outside_the_mode_or_a_bad_variant_is_refused_before_any_request() -> None:
+    task = BenchTask("a", "edit it", ("write_to_file",), where="tasks.jsonl:4")
     with ScriptedMessagesServer([]) as server, anthropic.Anthropic(base_url=server.base_url, api_key="k") as sdk:
-        with pytest.raises(InputFileError, match="'write_to_file' is not in mode 'work'"):
+        with pytest.raises(
+            InputFileError, match=r"^tasks\.jsonl:4: expected tool 'write_to_file' is not in mode 'work'"
+        ):
             run_bench(sdk, REG, "work", [task], model="m")
+        ok = BenchTask("b", "go", ())
+        with pytest.raises(ValueError, match="variants must be distinct names"):
+            run_bench(sdk, REG, "work", [ok], model="m", variants=["statc"])  # type: ignore[list-item]
+        with pytest.raises(ValueError, match="variants must be distinct names"):
+            run_bench(sdk, REG, "work", [ok], model="m", variants=["static", "static"])
         assert server.requests == []
 
 
@@ -102,15 +117,15 @@ def test_the_choice_is_the_first_call_after_fetches_and_it_is_scored_with_its_ar
         BenchTask("wrong", "read it", ("read_file",)),
     ]
     script = [
-        # right: a fetch, then the choice (executed for real in the workspace), then the request after it.
+        # right: a fetch, then the choice (executed for real in the workspace), then the 1-token request after it.
         tool_use_reply((FETCH_TOOL_NAME, {"name": "glob"})),
         tool_use_reply(("glob", {"pattern": "*.py"})),
-        text_reply("a.py"),
+        text_reply("a"),
         tool_use_reply(("glob", {"pattern": "**"})),
-        text_reply("done"),
-        text_reply("Hello!"),  # none: no call is right
+        text_reply("d"),
+        text_reply("Hello!"),  # none: no call is right, and no request follows a final answer
         tool_use_reply(("list_files", {"path": "."})),
-        text_reply("done"),
+        text_reply("d"),
     ]
     with served(script) as (server, sdk):
         report = run_bench(sdk, REG, "work", tasks, model="m", variants=["composed"])
@@ -126,6 +141,7 @@ def test_the_choice_is_the_first_call_after_fetches_and_it_is_scored_with_its_ar
     result = sent[2]["messages"][-1]["content"][0]
     assert result["content"][0]["text"].splitlines() == ["a.py"]
     assert all(body.get("stream") is True for body in sent)
+    assert [body["max_tokens"] for body in sent] == [512, 512, 1, 512, 1, 512, 512, 1]
     r = report.variants["composed"]
     assert (r.tasks, r.first_tool_accuracy, r.args_accuracy, r.fetch_calls) == (4, 0.75, 0.5, 1)
     assert r.ttft_first_median_s is not None and r.ttft_later_median_s is not None
@@ -155,17 +171,20 @@ def test_each_variant_sends_its_own_prompt() -> None:
 
 
 def test_api_errors_and_context_overflows_are_counted_not_raised() -> None:
-    tasks = [BenchTask("big", "go", ("glob",)), BenchTask("down", "go", ("glob",))]
+    tasks = [BenchTask(n, "go", ("glob",), {"pattern": "*"}) for n in ("big", "huge", "down")]
     script = [
         error_reply(400, "invalid_request_error", "the request exceeds the available context size"),
+        error_reply(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
         error_reply(400, "invalid_request_error", "malformed"),
     ]
     with served(script) as (_server, sdk):
         report = run_bench(sdk, REG, "work", tasks, model="m", variants=["static"])
-    big, down = report.outcomes
-    assert big.overflow and big.error is not None and not big.correct
+    big, huge, down = report.outcomes
+    assert big.overflow and huge.overflow and big.error is not None and not big.correct
     assert not down.overflow and down.error is not None
-    assert (report.variants["static"].errors, report.variants["static"].overflows) == (1, 1)
+    r = report.variants["static"]
+    assert (r.errors, r.overflows) == (1, 2)
+    assert r.args_accuracy == 0.0  # a task with args and no call counts against the args, not out of them
 
 
 def test_variant_registry_turns_discovery_on_for_that_mode_only() -> None:
@@ -214,6 +233,10 @@ def test_the_command_refuses_unknown_variants_and_remote_servers_without_a_key(
     assert "unknown variant fancy" in capsys.readouterr().err
     assert main([*common, "--base-url", "https://api.example.com"]) == 2
     assert "no API key" in capsys.readouterr().err
+    # A server that is not there: every task fails, the report says so, and the command exits 1.
+    assert main([*common, "--base-url", "http://127.0.0.1:9", "--variants", "composed"]) == 1
+    err = capsys.readouterr().err
+    assert "[composed 1/1] a: - error: APIConnectionError" in err and "every task failed under composed" in err
     bad = write_tasks(tmp_path, "{oops")
     assert main(["bench", "--tasks", str(bad), "--mode", "code", "--base-url", "http://127.0.0.1:9"]) == 2
     assert f"{bad}:1: invalid JSON" in capsys.readouterr().err

@@ -167,15 +167,22 @@ def test_an_unchanged_prefix_is_read_from_the_cache_across_tasks(
     assert (usages[1].cache_read_input_tokens or 0) > 0.8 * prompt_tokens
 
 
+# How a user asks for a tool's documentation. The 1.5B model answered the first from the brief alone in one trial
+# and fetched on the second (measured here); each is its own task, and one fetch is what the test needs.
+FETCH_REQUESTS = (
+    "I want to read the full documentation of the search_files tool. Fetch it.",
+    "Before anything else, call fetch_tool_description with the name search_files, "
+    "then tell me in one sentence what its regex parameter does.",
+)
+
+
 def test_fetch_tool_description_round_trips(sdk: anthropic.Anthropic, registry: Registry, workspace: Path) -> None:
-    client = wrap(sdk, registry=registry, mode="reader", task_id="fetch")
-    result = run(
-        client,
-        "Before anything else, call fetch_tool_description with the name search_files, "
-        "then tell me in one sentence what its regex parameter does.",
-        workspace,
-    )
-    fetches = [c for c in result.tool_calls if c.name == FETCH_TOOL_NAME]
+    for attempt, request in enumerate(FETCH_REQUESTS):
+        client = wrap(sdk, registry=registry, mode="reader", task_id=f"fetch-{attempt}")
+        result = run(client, request, workspace)
+        fetches = [c for c in result.tool_calls if c.name == FETCH_TOOL_NAME]
+        if fetches:
+            break
     assert fetches, "the model called fetch_tool_description"
     ok = [c for c in fetches if not c.is_error]
     assert ok and all(c.input.get("name") in registry.mode("reader").allowed for c in ok)
@@ -192,7 +199,7 @@ def test_a_brief_tool_enters_the_fifo_and_inline_expands_it_once(
     result = run(client, "Use the glob tool with the pattern src/*.py to list the Python files.", workspace)
     globs = [c for c in result.tool_calls if c.name == "glob" and c.executed]
     assert globs, "the model called glob and it ran"
-    assert "glob" in client.session.history
+    assert "glob" in client.session.history()
     fetched_first = any(c.name == FETCH_TOOL_NAME and c.input.get("name") == "glob" for c in result.tool_calls)
     # Expanded exactly once, on the first executed call, unless the model fetched the doc itself before.
     assert [c.expanded for c in globs] == [not fetched_first] + [False] * (len(globs) - 1)
@@ -254,9 +261,10 @@ def test_text_style_calls_are_read_from_the_reply(
     labels = [b["text"].splitlines()[0] for m in result.messages[1:] if m["role"] == "user"
               for b in m["content"] if b.get("type") == "text"]  # fmt: skip
     assert any(label.startswith("tool_result name=") for label in labels)
-    # The loop ended on an answer, not on a reply imitating a result (that would have been corrected).
-    if len(result.iterations) < MAX_ITERATIONS:
-        assert result.iterations[-1].correction is None
+    # Every reply that imitated a result was answered with a correction, never taken as the answer.
+    for index, iteration in enumerate(result.iterations):
+        if iteration.correction is not None:
+            assert result.messages[2 * index + 2]["content"][0]["text"] == iteration.correction
 
 
 def test_the_async_client_streams_and_times_the_first_token(base_url: str, registry: Registry, workspace: Path) -> None:
@@ -295,7 +303,7 @@ def test_bench_runs_a_task_file_it_has_never_seen(base_url: str, docs: Path, wor
     report = json.loads(done.stdout)
     assert list(report["variants"]) == ["static", "composed"]
     for name, variant in report["variants"].items():
-        assert variant["tasks"] == 2 and variant["overflows"] == 0, name
+        assert variant["tasks"] == 2 and variant["overflows"] == 0 and variant["errors"] == 0, name
         assert 0 <= variant["first_tool_accuracy"] <= 1 and variant["input_tokens"] > 0
         assert variant["fetch_calls"] >= 0 and variant["wall_s"] > 0
     assert "[static 1/2] version:" in done.stderr and "[composed 2/2] none:" in done.stderr

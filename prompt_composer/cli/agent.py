@@ -60,7 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     try:
         # A model server on this machine (`prompt-composer model serve`) needs no key: send a placeholder.
-        local_key = "local" if loopback(args.base_url) and not os.environ.get("ANTHROPIC_API_KEY") else None
+        base_url = args.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        local_key = "local" if loopback(base_url) and not os.environ.get("ANTHROPIC_API_KEY") else None
         sdk = anthropic.Anthropic(base_url=args.base_url, api_key=local_key)
     except anthropic.AnthropicError as exc:  # e.g. no API key
         print(f"error: {exc}", file=sys.stderr)

@@ -15,16 +15,23 @@ DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("bench", help="A/B the prompt variants on tasks through the tool loop and a real model")
+    p = sub.add_parser(
+        "bench",
+        help="A/B the prompt variants on tasks through the tool loop and a real model",
+        description="Run each task once per variant (static: every tool in full, no fetch tool; composed: the mode "
+        "as configured; every_turn; discovery) through the tool loop against a model server, and report first-tool "
+        "and argument accuracy, tokens, fetches, errors and time to first token. Exit 1 when every task of a "
+        "variant failed (a server that is down, a wrong key or model name).",
+    )
     p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
-    p.add_argument("--mode", required=True)
+    p.add_argument("--mode", required=True, help="the mode to run the tasks in")
     p.add_argument("--base-url", required=True, help="the model server (e.g. `prompt-composer model serve`'s URL)")
     p.add_argument("--provider", choices=("anthropic",), default="anthropic", help="wire format (default: anthropic)")
-    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: local; a hosted API needs a real one)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated (default: {','.join(VARIANTS)})")
     p.add_argument("--max-iterations", type=positive_int, default=4, help="requests per task at most (default: 4)")
-    p.add_argument("--max-tokens", type=positive_int, default=512)
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=positive_int, default=512, help="per response (default: 512)")
+    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=cmd_bench)
 
@@ -62,4 +69,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(render_table(report))
+    failed = [name for name, r in report.variants.items() if r.tasks and r.errors == r.tasks]
+    if failed:
+        first = next(o.error for o in report.outcomes if o.variant == failed[0] and o.error)
+        print(f"error: every task failed under {', '.join(failed)}; the first: {first}", file=sys.stderr)
+        return 1
     return 0

