@@ -19,6 +19,7 @@ from prompt_composer.anthropic import (
     Iteration,
     MaxIterationsError,
     PendingCall,
+    StopLoop,
     TextToolCall,
     TokenUsage,
     inline_text,
@@ -608,3 +609,29 @@ def test_each_iteration_is_timed_and_a_streamed_one_has_a_first_token() -> None:
     assert all(it.latency > 0 and it.first_token is None for it in plain.iterations)
     for it in streamed.iterations:
         assert it.first_token is not None and 0 < it.first_token <= it.latency
+
+
+def test_stop_loop_from_on_iteration_returns_the_result_so_far() -> None:
+    """Raising StopLoop ends the loop after that iteration; its calls are answered and in the messages."""
+
+    def stop_after_first(iteration: Iteration) -> None:
+        raise StopLoop
+
+    script = [calls_reply(block("alpha", {"path": "a"})), text_reply("never sent")]
+    with served(script) as (server, client):
+        result = wrapped(client, task_id="stop").run(
+            "go", model=MODEL, executors=EXECUTORS, on_iteration=stop_after_first
+        )
+        assert server.pending == 1  # the second reply was never asked for
+    assert len(result.iterations) == 1 and [c.name for c in result.tool_calls] == ["alpha"]
+    assert result.messages[-1]["content"][0]["text"].startswith("tool_result name=alpha ok")
+
+    async def go() -> Any:
+        async with anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
+            return await wrapped(sdk, task_id="stop-async").run(
+                "go", model=MODEL, executors=EXECUTORS, on_iteration=stop_after_first
+            )
+
+    with served(script) as (server, _client):
+        done = asyncio.run(go())
+    assert len(done.iterations) == 1 and [c.name for c in done.tool_calls] == ["alpha"]

@@ -168,6 +168,22 @@ def test_context_fills_optional_slots(mini_registry: Registry) -> None:
     assert positions == sorted(positions)
 
 
+def test_mcp_servers_are_listed_with_their_tools(mini_registry: Registry) -> None:
+    """use_mcp_tool needs a server's tool names and schemas: the section gives them when the caller does."""
+    schema = {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}
+    servers = [
+        {"name": "db", "description": "The orders database",
+         "tools": [{"name": "run_query", "description": "Run a read-only SQL query.", "input_schema": schema},
+                   {"name": "list_tables"}]},
+        {"name": "time"},
+    ]  # fmt: skip
+    system = Composer(mini_registry, context={"mcp_servers": servers}).compose("code").system
+    assert "- db: The orders database\n" in system
+    assert '  - `run_query`: Run a read-only SQL query. Input schema: `{"properties": {"sql": ' in system
+    assert "  - `list_tables`\n" in system and "- time\n" in system
+    assert "naming the server and the tool exactly as written here" in system
+
+
 def test_token_counts_are_real_tiktoken_counts(mini_registry: Registry) -> None:
     import tiktoken
 
