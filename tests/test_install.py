@@ -44,7 +44,8 @@ def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site)}
     probe = (
         "import prompt_composer as pc; d = pc.default_docs_dir(); r = pc.load_registry();"
-        "print(d); print(len(r.tools), len(r.modes)); print(pc.Composer(r).compose('code').tokens.total > 0)"
+        "print(d); print(len(r.tools), len(r.modes)); print(pc.Composer(r).compose('code').tokens.total > 0);"
+        "from prompt_composer.localmodel import chat_template; print('```json' in chat_template('qwen2.5-json-tools'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=elsewhere, env=env, check=True, capture_output=True, text=True
@@ -54,7 +55,19 @@ def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
     assert n_tools == len(list((ROOT / "tool_docs").glob("*.yaml")))
     assert n_modes == len(list((ROOT / "tool_docs" / "modes").glob("*.yaml")))
     assert out[2] == "True"
+    assert out[3] == "True"  # the chat template the local model needs ships in the wheel
     cli = subprocess.run(
         [sys.executable, "-m", "prompt_composer", "validate"], cwd=elsewhere, env=env, capture_output=True, text=True
     )
     assert cli.returncode == 0, cli.stderr
+
+
+def test_ci_runs_exactly_readmes_test_command() -> None:
+    """`.ci/run` installs what it needs and runs the test command README gives, not a private variant."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [line for line in quick_start.splitlines() if line.startswith("python3 -m pip install '.[dev]'")]
+    assert len(commands) == 1
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == commands[0] and commands[0].endswith("python3 -m pytest -q")
