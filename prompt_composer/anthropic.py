@@ -910,9 +910,9 @@ def _read_call_block(body: str) -> TextToolCall:
 # wrote its own "result" (small models do, after an error) instead of waiting for a real one.
 _RESULT_LABEL = re.compile(r"^[ \t]*(?:```[ \t]*tool_result\b|tool_result[ \t]+name=)", re.MULTILINE)
 _IMITATION = (
-    "Error: your reply contains a tool result that you wrote yourself; tool results come only from the system, "
-    "after a ```tool_call block. To use a tool, write a ```tool_call block and wait for its result. To finish, "
-    "answer the user in plain text, without any tool_result."
+    "Your last reply imitated a tool result; only the system writes those, and nothing was run. Do not write "
+    "tool_result. Either call a tool with a ```tool_call block, or answer my question now in plain sentences "
+    "from what the real results above showed."
 )
 
 
