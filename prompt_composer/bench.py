@@ -284,7 +284,18 @@ def run_bench(
                     extra_body=dict(extra_body or {}),
                 )
                 if watch.chosen_at is not None:
-                    _probe(wrapped, result.messages, outcome, model=model, extra_body=extra_body)
+                    # The request the agent sends next (the choice's result appended), through the same loop and
+                    # watcher: one token is enough to time its first token (the cache effect) without
+                    # generating an answer nobody scores.
+                    wrapped.run(
+                        result.messages,
+                        model=model,
+                        max_tokens=1,
+                        max_iterations=1,
+                        on_iteration=watch,
+                        stream=True,
+                        extra_body=dict(extra_body or {}),
+                    )
             except PromptComposerError as exc:  # MaxIterationsError: a choice made before it still counts
                 if outcome.choice is None:
                     outcome.error = str(exc)
@@ -315,25 +326,6 @@ def _executors(allowed: Sequence[str], workspace: Path | None) -> dict[str, Any]
         return lambda _input: f"[bench] {name} was not run: this benchmark measures which tool is chosen."
 
     return {name: real.get(name) or placeholder(name) for name in allowed}
-
-
-def _probe(wrapped: Any, messages: list[dict[str, Any]], outcome: TaskOutcome, *, model: str, extra_body: Any) -> None:
-    """Send the request the agent sends after its choice (the choice's result appended) with ``max_tokens=1``:
-    its first token times the cache effect without generating an answer nobody scores."""
-    from .anthropic import TokenUsage
-
-    started = time.perf_counter()
-    first: float | None = None
-    params = {"model": model, "max_tokens": 1, "messages": messages, "extra_body": dict(extra_body or {})}
-    with wrapped.messages.stream(**params) as events:
-        for event in events:
-            if first is None and event.type in ("content_block_start", "content_block_delta"):
-                first = time.perf_counter() - started
-        usage = TokenUsage.of(events.get_final_message().usage)
-    outcome.requests += 1
-    outcome.input_tokens += usage.input_tokens
-    outcome.cache_read_tokens += usage.cache_read_input_tokens
-    outcome.first_token_s.append(round(first if first is not None else time.perf_counter() - started, 3))
 
 
 class _Watch:

@@ -42,6 +42,7 @@ __all__ = [
     "Weights",
     "cache_dir",
     "chat_template",
+    "is_loopback",
     "is_set_up",
     "model_path",
     "serve",
@@ -261,7 +262,7 @@ def serve(
             params.chat_template = Path(template).read_text(encoding="utf-8")
         except OSError as exc:
             raise LocalModelError(f"cannot read the chat template {template}: {exc.strerror}") from exc
-    if not _is_loopback(host):
+    if not is_loopback(host):
         print(f"warning: serving on {host}: anyone who reaches it can use the model (no API key)", file=sys.stderr)
     try:
         server = xllamacpp.Server(params)
@@ -283,7 +284,8 @@ def serve(
         del server  # stops the HTTP server and frees the model
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine."""
     try:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import sys
 from typing import Any
@@ -13,6 +12,7 @@ from ..audit import run_audit
 from ..composer import Composer
 from ..errors import UnknownToolError
 from ..fetch import handle_fetch
+from ..localmodel import is_loopback
 from ..providers import PROVIDERS, tools_for
 from ..registry import Registry, load_registry
 
@@ -61,13 +61,7 @@ def positive_int(text: str) -> int:
 
 def loopback(url: str | None) -> bool:
     """Whether ``url`` points at this machine (a local model server needs no API key)."""
-    host = urlsplit(url or "").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(urlsplit(url or "").hostname or "")
 
 
 def registry_of(args: argparse.Namespace) -> Registry:
