@@ -1,20 +1,24 @@
-"""A scripted, local stand-in for the Anthropic Messages API.
+"""A scripted, local stand-in for the Anthropic Messages API and OpenAI's
+Chat Completions and Responses APIs.
 
 ``ScriptedMessagesServer`` listens on ``127.0.0.1`` (an ephemeral port by default)
-and speaks enough of the Messages API for the real ``anthropic`` SDK to work
-against it.  Every ``POST /v1/messages`` plays the next scripted :class:`Reply`;
-every request (whatever its path) is recorded.  Standard library only.
+and speaks enough of both wire formats for the real ``anthropic`` and ``openai``
+SDKs to work against it; the request's path picks the format.  Every
+``POST /v1/messages``, ``/v1/chat/completions`` or ``/v1/responses`` plays the
+next scripted :class:`Reply` from one shared queue; every request (whatever its
+path) is recorded.  Standard library only.
 
 Example::
 
     with ScriptedMessagesServer([tool_use_reply(("list_files", {"path": "."})),
                                  text_reply("done")]) as server:
         client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        # or: openai.OpenAI(base_url=server.base_url + "/v1", api_key="k", max_retries=0)
         ...
         client.close()
     server.requests[0].body["messages"]
 
-Behaviour:
+Behaviour (Anthropic Messages API):
 
 * ``POST /v1/messages`` (any query string, e.g. ``?beta=true``): plays the next
   reply.  Queued replies (the list given to the constructor plus everything
@@ -43,9 +47,51 @@ Behaviour:
   POST: 405.  Headers such as ``anthropic-version`` or ``anthropic-beta`` are
   ignored (but recorded); the key is not checked.
 
+Behaviour (OpenAI; each route is also served without the ``/v1`` prefix, for
+clients given a ``base_url`` without it; any query string is ignored):
+
+* The same queue, callable script, numbering and request recording as above;
+  the request's ``model`` is echoed the same way.  Only ``text`` and
+  ``tool_use`` blocks are carried over; the text blocks are joined with ``""``.
+  ``usage`` folds the cache counts in the way OpenAI-compatible caches report
+  them: prompt / input tokens = ``input_tokens + cache_read_input_tokens +
+  cache_creation_input_tokens`` and ``cached_tokens`` =
+  ``cache_read_input_tokens`` (see :meth:`Usage.chat_usage`; the Responses
+  usage adds ``cache_write_tokens`` = ``cache_creation_input_tokens``, a field
+  the ``openai`` SDK requires).  Every answer on these routes carries
+  ``x-request-id: req_test_NNNN`` (the header the ``openai`` SDK reads).
+* ``POST /v1/chat/completions``: a ``chat.completion`` with id
+  ``chatcmpl_test_0001``, ... and one choice whose message has ``content``
+  (``null`` without text) and one ``tool_calls`` entry per ``tool_use`` block
+  (``id`` = the block's id, ``function.arguments`` = ``json.dumps(input)``; the
+  key is omitted when there are none).  ``finish_reason`` maps ``stop_reason``:
+  ``tool_use`` -> ``tool_calls``, ``max_tokens`` -> ``length``, anything else ->
+  ``stop``.  With ``"stream": true``: ``data:`` lines (no ``event:`` lines) in the
+  real chunk sequence (see :func:`chat_completion_chunks`), then
+  ``data: [DONE]``; the usage chunk only comes with
+  ``"stream_options": {"include_usage": true}``.
+* ``POST /v1/responses`` (not streamed): a ``response`` with id
+  ``resp_test_0001``, ...; ``output`` holds a ``message`` item (one
+  ``output_text`` part) when there is text, then one ``function_call`` item per
+  ``tool_use`` block (``call_id`` = the block's id).  ``status`` is
+  ``"completed"`` (``"incomplete"`` with ``incomplete_details.reason``
+  ``"max_output_tokens"`` for ``stop_reason`` ``max_tokens``); ``tools``,
+  ``tool_choice``, ``instructions``, ... echo the request.  ``"stream": true`` is
+  answered **400** (``param`` ``"stream"``) without consuming a reply or a number.
+* Errors use OpenAI's shape ``{"error": {"message", "type", "param": null,
+  "code": null}}`` with the same statuses and headers as above: scripted errors
+  keep their ``error_type`` and message (and ``retry-after-ms: 1``, which the
+  ``openai`` SDK honours too, so its retries are immediate); an exhausted or
+  failing script is a 500 ``server_error`` with ``x-should-retry: false``, so
+  ``openai.InternalServerError`` is raised at once; a method other than POST is
+  a 405 and a body that is not a JSON object a 400 (``invalid_request_error``).
+  Unknown paths keep the Anthropic-shaped 404 above; there is no OpenAI
+  counterpart of ``count_tokens``.
+
 :attr:`ScriptedMessagesServer.requests` holds **every** request received
-(messages, count_tokens, 404s, ...) in arrival order, each recorded before its
-response is sent; filter on ``path`` when you only want the messages calls.
+(messages, chat completions, responses, count_tokens, 404s, ...) in arrival
+order, each recorded before its response is sent; filter on ``path`` when you
+only want some calls.
 
 Command line (used by the README example)::
 
@@ -61,6 +107,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import itertools
 import json
 import socket
 import sys
@@ -78,6 +125,7 @@ __all__ = [
     "Reply",
     "ScriptedMessagesServer",
     "Usage",
+    "chat_completion_chunks",
     "error_reply",
     "main",
     "sse_events",
@@ -99,10 +147,16 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
+# Stop reasons without a Chat Completions counterpart (pause_turn, refusal, ...) become "stop".
+_FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+# A fixed ``created`` / ``created_at`` keeps OpenAI-format responses reproducible.
+_CREATED = 1_700_000_000
+
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts, echoed exactly in the response's ``usage``."""
+    """Token counts, echoed exactly in a Messages response's ``usage`` (OpenAI
+    formats fold the cache counts in, see :meth:`chat_usage`)."""
 
     input_tokens: int = 10
     output_tokens: int = 5
@@ -115,6 +169,36 @@ class Usage:
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": self.output_tokens,
+        }
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token, cached or not (OpenAI counts cache hits inside the prompt)."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    def chat_usage(self) -> dict[str, Any]:
+        """The Chat Completions ``usage``: ``prompt_tokens`` is :attr:`prompt_tokens`,
+        ``prompt_tokens_details.cached_tokens`` the cache reads."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.prompt_tokens + self.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cache_read_input_tokens},
+        }
+
+    def responses_usage(self) -> dict[str, Any]:
+        """The Responses API ``usage``, counted like :meth:`chat_usage`; also
+        ``input_tokens_details.cache_write_tokens`` (cache creation), which the
+        ``openai`` SDK's model requires."""
+        return {
+            "input_tokens": self.prompt_tokens,
+            "input_tokens_details": {
+                "cached_tokens": self.cache_read_input_tokens,
+                "cache_write_tokens": self.cache_creation_input_tokens,
+            },
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.prompt_tokens + self.output_tokens,
         }
 
 
@@ -149,6 +233,106 @@ class Reply:
 
     def error_body(self) -> dict[str, Any]:
         return {"type": "error", "error": {"type": self.error_type, "message": self.error_message}}
+
+    # -- OpenAI wire formats
+    @property
+    def text(self) -> str | None:
+        """The text blocks joined with ``""``; ``None`` when there are none."""
+        texts = [str(block.get("text", "")) for block in self.content if block.get("type") == "text"]
+        return "".join(texts) if texts else None
+
+    @property
+    def finish_reason(self) -> str:
+        """``stop_reason`` as a Chat Completions ``finish_reason``."""
+        return _FINISH_REASONS.get(self.stop_reason or "", "stop")
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The ``tool_use`` blocks as Chat Completions ``tool_calls``."""
+        return [
+            {
+                "id": str(block["id"]),
+                "type": "function",
+                "function": {"name": str(block["name"]), "arguments": json.dumps(block.get("input", {}))},
+            }
+            for block in self.content
+            if block.get("type") == "tool_use"
+        ]
+
+    def chat_completion(self, *, completion_id: str, model: str) -> dict[str, Any]:
+        """The full Chat Completions response body for this reply."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None, "annotations": []}
+        calls = self.tool_calls()
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": _CREATED,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish_reason}],
+            "usage": self.usage.chat_usage(),
+            "system_fingerprint": None,
+        }
+
+    def response(self, *, response_id: str, model: str, request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The full Responses API body for this reply; ``request`` supplies the
+        echoed settings (``tools``, ``tool_choice``, ``instructions``, ...).  Item
+        ids share ``response_id``'s suffix: ``msg_<suffix>``, ``fc_<suffix>_<n>``."""
+        request = request or {}
+        suffix = response_id.removeprefix("resp_")
+        incomplete = self.stop_reason == "max_tokens"
+        status = "incomplete" if incomplete else "completed"
+        output: list[dict[str, Any]] = []
+        text = self.text
+        if text is not None:
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            output.append(
+                {"type": "message", "id": f"msg_{suffix}", "role": "assistant", "status": status, "content": [part]}
+            )
+        for number, call in enumerate(self.tool_calls(), start=1):
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{suffix}_{number}",
+                    "call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"],
+                    "status": "completed",
+                }
+            )
+        return {
+            "id": response_id,
+            "object": "response",
+            "created_at": _CREATED,
+            "status": status,
+            "completed_at": None if incomplete else _CREATED,
+            "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "instructions": request.get("instructions"),
+            "max_output_tokens": request.get("max_output_tokens"),
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": request.get("parallel_tool_calls") is not False,
+            "previous_response_id": request.get("previous_response_id"),
+            "reasoning": {"effort": None, "summary": None},
+            "temperature": request.get("temperature", 1.0),
+            "text": {"format": {"type": "text"}},
+            "tool_choice": request.get("tool_choice") or "auto",
+            "tools": request.get("tools") or [],
+            "top_p": request.get("top_p", 1.0),
+            "truncation": "disabled",
+            "usage": self.usage.responses_usage(),
+            "user": None,
+            "metadata": request.get("metadata") or {},
+        }
+
+    def openai_error_body(self) -> dict[str, Any]:
+        """This error in OpenAI's shape (``error_type`` and message kept as scripted)."""
+        return _openai_error(self.error_type, self.error_message)
+
+
+def _openai_error(etype: str, message: str, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": etype, "param": param, "code": None}}
 
 
 def text_reply(text: str, *, stop_reason: str = "end_turn", usage: Usage | None = None) -> Reply:
@@ -275,7 +459,60 @@ def sse_events(reply: Reply, *, msg_id: str, model: str) -> Iterator[tuple[str, 
     yield "message_stop", {"type": "message_stop"}
 
 
+def chat_completion_chunks(
+    reply: Reply, *, completion_id: str, model: str, include_usage: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects the real API streams for ``reply``
+    (each sent as a ``data:`` line; ``data: [DONE]`` follows them).
+
+    First a chunk whose delta is ``{"role": "assistant", "content": ""}``
+    (``content`` ``null`` when the reply has no text, so the accumulated message
+    matches the non-streamed one); then the text in content deltas (two pieces
+    when it is at least two characters long); per tool call a delta carrying
+    ``index``, ``id``, ``type``, ``function.name`` and ``arguments`` ``""``, then
+    argument pieces carrying only ``index`` and ``function.arguments``; then an
+    empty delta with the ``finish_reason``.  With ``include_usage`` every chunk
+    has ``"usage": null`` and a last chunk with ``choices: []`` holds the usage.
+    """
+    head: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": _CREATED,
+        "model": model,
+        "system_fingerprint": None,
+    }
+    if include_usage:
+        head["usage"] = None
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**head, "choices": [choice]}
+
+    text = reply.text
+    yield chunk({"role": "assistant", "content": None if text is None else "", "refusal": None})
+    for piece in _chunks(text or "", 2):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls()):
+        function = call["function"]
+        start = {"index": index, "id": call["id"], "type": "function"}
+        yield chunk({"tool_calls": [{**start, "function": {"name": function["name"], "arguments": ""}}]})
+        for piece in _chunks(function["arguments"], 3):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        yield {**head, "choices": [], "usage": reply.usage.chat_usage()}
+
+
 # ------------------------------------------------------------------------ server
+
+
+# OpenAI clients are often given a base_url without /v1, so both spellings are served.
+_OPENAI_ROUTES = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+}
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -351,7 +588,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(RecordedRequest(self.command, self.path, headers, body))
 
         route = urlsplit(self.path).path.rstrip("/")
-        if route not in ("/v1/messages", "/v1/messages/count_tokens"):
+        if route in _OPENAI_ROUTES:
+            self._dispatch_openai(_OPENAI_ROUTES[route], route, body, valid)
+        elif route not in ("/v1/messages", "/v1/messages/count_tokens"):
             self._send_error(404, "not_found_error", f"{self.command} {route}: not found (scripted test server)")
         elif self.command != "POST":
             self._send_error(405, "invalid_request_error", f"{self.command} not allowed on {route}")
@@ -381,6 +620,58 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, reply.message(msg_id=msg_id, model=model), headers)
 
+    def _dispatch_openai(self, api: str, route: str, body: dict[str, Any], valid: bool) -> None:
+        if self.command != "POST":
+            self._send_openai_error(405, "invalid_request_error", f"{self.command} not allowed on {route}")
+        elif not valid:
+            self._send_openai_error(400, "invalid_request_error", "request body is not a JSON object")
+        elif api == "responses" and body.get("stream") is True:
+            message = "scripted test server: streaming is not scripted for the Responses API; send stream=false"
+            self._send_openai_error(400, "invalid_request_error", message, param="stream")
+        else:
+            self._play_openai(api, body)
+
+    def _play_openai(self, api: str, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        number, reply, problem = owner._next_reply(body)
+        # x-request-id is the header the openai SDK exposes as `_request_id`.
+        request_id = {"x-request-id": f"req_test_{number:04d}"}
+        if reply is None:
+            self._send_openai_error(500, "server_error", problem, {"x-should-retry": "false", **request_id})
+            return
+        headers = {**reply.headers, **request_id}
+        if reply.is_error:
+            self._send_json(reply.status, reply.openai_error_body(), headers)
+            return
+        model = str(body.get("model") or owner.model)
+        if api == "responses":
+            self._send_json(
+                200, reply.response(response_id=f"resp_test_{number:04d}", model=model, request=body), headers
+            )
+            return
+        completion_id = f"chatcmpl_test_{number:04d}"
+        if body.get("stream") is True:
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            chunks = chat_completion_chunks(
+                reply, completion_id=completion_id, model=model, include_usage=include_usage
+            )
+            frames = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+            self._send_stream(itertools.chain(frames, [b"data: [DONE]\n\n"]), headers)
+        else:
+            self._send_json(200, reply.chat_completion(completion_id=completion_id, model=model), headers)
+
+    def _send_openai_error(
+        self,
+        status: int,
+        etype: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        param: str | None = None,
+    ) -> None:
+        self._send_json(status, _openai_error(etype, message, param), headers)
+
     def _send_error(self, status: int, etype: str, message: str, headers: Mapping[str, str] | None = None) -> None:
         self._send_json(status, {"type": "error", "error": {"type": etype, "message": message}}, headers)
 
@@ -396,6 +687,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _send_sse(self, events: Iterator[tuple[str, dict[str, Any]]], headers: Mapping[str, str]) -> None:
+        self._send_stream((f"event: {event}\ndata: {json.dumps(data)}\n\n".encode() for event, data in events), headers)
+
+    def _send_stream(self, frames: Iterator[bytes], headers: Mapping[str, str]) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
@@ -404,9 +698,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         try:
-            for event, data in events:
-                chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            for frame in frames:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -415,7 +708,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedMessagesServer:
-    """A Messages API stand-in on ``127.0.0.1`` playing scripted replies.
+    """An Anthropic Messages and OpenAI Chat Completions / Responses API stand-in
+    on ``127.0.0.1`` playing scripted replies.
+
+    The request's path picks the wire format (``/v1/messages`` Anthropic,
+    ``/v1/chat/completions`` and ``/v1/responses`` OpenAI, see the module
+    docstring); all of them play from the same queue and share the numbering and
+    :attr:`requests`, so one script can drive either SDK.
 
     Starts serving (in a daemon thread) on construction; use it as a context
     manager or call :meth:`close`.  ``script`` is a sequence of replies played in
@@ -569,11 +868,19 @@ def _parse_reply(item: Any) -> Reply:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m prompt_composer.testserver",
-        description="Serve scripted Anthropic Messages API replies on 127.0.0.1.",
+        description=(
+            "Serve scripted replies on 127.0.0.1, as the Anthropic Messages API (/v1/messages) "
+            "and the OpenAI Chat Completions (/v1/chat/completions) and Responses (/v1/responses) APIs."
+        ),
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--script", metavar="FILE.json", help="JSON list of replies: {text} | {tool_use, text?} | {error}"
+        "--script",
+        metavar="FILE.json",
+        help=(
+            'JSON list of replies: {"text"} | {"tool_use": [{"name", "input", "id"?}, ...], "text"?} '
+            '| {"error": STATUS}; text and tool_use replies may add "usage": {"input_tokens", "output_tokens", ...}'
+        ),
     )
     source.add_argument("--demo", action="store_true", help="list_files, read_file, then a final text answer")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")

@@ -1,4 +1,4 @@
-"""Tests for prompt_composer.testserver, driving the real anthropic SDK against it."""
+"""Tests for prompt_composer.testserver, driving the real anthropic and openai SDKs against it."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 
 from prompt_composer.testserver import (
     Reply,
     ScriptedMessagesServer,
     Usage,
+    chat_completion_chunks,
     error_reply,
     sse_events,
     text_reply,
@@ -340,6 +342,357 @@ def test_close_is_idempotent_and_releases_the_port() -> None:
     probe.close()
 
 
+# ------------------------------------------------------------------- OpenAI
+
+# What a script's USAGE becomes in OpenAI formats: cache reads and writes count as prompt tokens.
+CHAT_USAGE = {
+    "prompt_tokens": 138,
+    "completion_tokens": 45,
+    "total_tokens": 183,
+    "prompt_tokens_details": {"cached_tokens": 8},
+}
+
+
+def _openai(server: ScriptedMessagesServer, max_retries: int = 0, *, v1: bool = True) -> openai.OpenAI:
+    # Strict validation makes the SDK reject any body that does not match its models exactly.
+    return openai.OpenAI(
+        base_url=server.base_url + ("/v1" if v1 else ""),
+        api_key="k",
+        max_retries=max_retries,
+        timeout=30,
+        _strict_response_validation=True,
+    )
+
+
+@pytest.fixture
+def oai(server: ScriptedMessagesServer) -> Iterator[openai.OpenAI]:
+    sdk = _openai(server)
+    yield sdk
+    sdk.close()
+
+
+def _chat_posts(server: ScriptedMessagesServer) -> list[Any]:
+    return [r for r in server.requests if r.path.split("?")[0].endswith("/chat/completions")]
+
+
+def _calls(message: Any) -> list[tuple[str, str, Any]]:
+    return [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]
+
+
+def test_openai_text_reply(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    server.add(text_reply("Hello there", usage=USAGE))
+    completion = oai.chat.completions.create(model="gpt-echo-me", messages=MESSAGES)
+    assert completion.id == "chatcmpl_test_0001"
+    assert completion.object == "chat.completion"
+    assert completion.model == "gpt-echo-me"
+    assert completion._request_id == "req_test_0001"
+    (choice,) = completion.choices
+    assert choice.index == 0
+    assert choice.finish_reason == "stop"
+    assert choice.message.role == "assistant"
+    assert choice.message.content == "Hello there"
+    assert choice.message.tool_calls is None
+    assert completion.usage is not None
+    assert completion.usage.to_dict(exclude_none=True) == CHAT_USAGE
+
+
+def test_openai_tool_use_reply_with_two_calls(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    reply = tool_use_reply(
+        ("list_files", {"path": "."}),
+        ("call_explicit", "read_file", {"path": "a b/ü.md", "n": [1, 2]}),
+        text="Looking around.",
+    )
+    server.add(reply, tool_use_reply(("list_files", {"path": ".."})))
+    message = oai.chat.completions.create(model="m", messages=MESSAGES).choices[0].message
+    assert message.content == "Looking around."
+    assert _calls(message) == [
+        (reply.content[1]["id"], "list_files", {"path": "."}),
+        ("call_explicit", "read_file", {"path": "a b/ü.md", "n": [1, 2]}),
+    ]
+    assert all(call.type == "function" for call in message.tool_calls or [])
+    tool_only = oai.chat.completions.create(model="m", messages=MESSAGES).choices[0]
+    assert tool_only.finish_reason == "tool_calls"
+    assert tool_only.message.content is None
+    assert [name for _, name, _ in _calls(tool_only.message)] == ["list_files"]
+
+
+def test_openai_finish_reasons(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    stop_reasons = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "pause_turn": "stop"}
+    server.add(*(text_reply("x", stop_reason=reason) for reason in stop_reasons))
+    got = [oai.chat.completions.create(model="m", messages=MESSAGES).choices[0].finish_reason for _ in stop_reasons]
+    assert got == list(stop_reasons.values())
+
+
+@pytest.mark.parametrize("include_usage", [True, False])
+def test_openai_create_stream_true_chunks(
+    server: ScriptedMessagesServer, oai: openai.OpenAI, include_usage: bool
+) -> None:
+    reply = tool_use_reply(
+        ("read_file", {"path": "README.md"}), ("list_files", {"path": "."}), text="Reading it now.", usage=USAGE
+    )
+    server.add(reply)
+    stream = oai.chat.completions.create(
+        model="gpt-s",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": include_usage},
+    )
+    with stream:
+        chunks = list(stream)
+    assert {(c.id, c.object, c.model) for c in chunks} == {("chatcmpl_test_0001", "chat.completion.chunk", "gpt-s")}
+    if include_usage:
+        *chunks, last = chunks
+        assert last.choices == []
+        assert last.usage is not None
+        assert last.usage.to_dict(exclude_none=True) == CHAT_USAGE
+    assert all(c.usage is None for c in chunks)
+    deltas = [c.choices[0].delta for c in chunks]
+    assert deltas[0].role == "assistant"
+    assert deltas[0].content == ""
+    text_pieces = [d.content for d in deltas[1:] if d.content]
+    assert len(text_pieces) >= 2
+    assert "".join(text_pieces) == "Reading it now."
+    tool_deltas = [call for d in deltas for call in d.tool_calls or []]
+    starts = [call for call in tool_deltas if call.id is not None]
+    assert [(s.index, s.id, s.type) for s in starts] == [
+        (0, reply.content[1]["id"], "function"),
+        (1, reply.content[2]["id"], "function"),
+    ]
+    assert all(s.function is not None and s.function.arguments == "" for s in starts)
+    assert [s.function.name for s in starts if s.function] == ["read_file", "list_files"]
+    for index, expected in enumerate([{"path": "README.md"}, {"path": "."}]):
+        pieces = [call for call in tool_deltas if call.index == index and call.id is None]
+        assert all(p.type is None and p.function is not None and p.function.name is None for p in pieces)
+        assert json.loads("".join(p.function.arguments or "" for p in pieces if p.function)) == expected
+    assert [c.choices[0].finish_reason for c in chunks] == [None] * (len(chunks) - 1) + ["tool_calls"]
+    assert deltas[-1].to_dict(exclude_none=True) == {}
+
+
+def test_openai_sse_wire_format_is_data_lines_and_done(server: ScriptedMessagesServer) -> None:
+    server.add(text_reply("hi"))
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        body = json.dumps({"model": "m", "messages": MESSAGES, "stream": True})
+        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+        resp = conn.getresponse()
+        raw = resp.read().decode()
+        assert resp.status == 200
+        assert resp.getheader("content-type", "").startswith("text/event-stream")
+    finally:
+        conn.close()
+    frames = raw.split("\n\n")
+    assert frames[-2:] == ["data: [DONE]", ""]
+    assert all(frame.startswith("data: {") and "\n" not in frame for frame in frames[:-2])
+    sent = [json.loads(frame.removeprefix("data: ")) for frame in frames[:-2]]
+    assert sent == list(chat_completion_chunks(text_reply("hi"), completion_id="chatcmpl_test_0001", model="m"))
+    assert [chunk["choices"][0]["delta"] for chunk in sent] == [
+        {"role": "assistant", "content": "", "refusal": None},
+        {"content": "h"},
+        {"content": "i"},
+        {},
+    ]
+    assert "usage" not in sent[0]
+
+
+@pytest.mark.parametrize("include_usage", [True, False])
+@pytest.mark.parametrize("reply", SCRIPTED)
+def test_openai_stream_helper_final_completion(
+    server: ScriptedMessagesServer, oai: openai.OpenAI, reply: Reply, include_usage: bool
+) -> None:
+    server.add(reply)
+    with oai.chat.completions.stream(
+        model="gpt-s", messages=MESSAGES, stream_options={"include_usage": include_usage}
+    ) as stream:
+        final = stream.get_final_completion()
+    (choice,) = final.choices
+    assert choice.message.content == reply.text
+    assert _calls(choice.message) == [
+        (b["id"], b["name"], b["input"]) for b in reply.content if b["type"] == "tool_use"
+    ]
+    assert choice.finish_reason == reply.finish_reason
+    assert final.model == "gpt-s"
+    if include_usage:
+        assert final.usage is not None
+        assert final.usage.to_dict(exclude_none=True) == CHAT_USAGE
+    else:
+        assert final.usage is None
+    assert _chat_posts(server)[0].body["stream"] is True
+
+
+def test_openai_async_create_and_stream(server: ScriptedMessagesServer) -> None:
+    server.add(text_reply("async hello", usage=USAGE), tool_use_reply(("list_files", {"path": "."}), usage=USAGE))
+
+    async def run() -> tuple[Any, Any]:
+        client = openai.AsyncOpenAI(
+            base_url=server.base_url + "/v1", api_key="k", max_retries=0, timeout=30, _strict_response_validation=True
+        )
+        try:
+            created = await client.chat.completions.create(model="m", messages=MESSAGES)
+            async with client.chat.completions.stream(
+                model="m", messages=MESSAGES, stream_options={"include_usage": True}
+            ) as stream:
+                final = await stream.get_final_completion()
+            return created, final
+        finally:
+            await client.close()
+
+    created, final = asyncio.run(run())
+    assert created.choices[0].message.content == "async hello"
+    assert created.usage.to_dict(exclude_none=True) == CHAT_USAGE
+    assert final.choices[0].finish_reason == "tool_calls"
+    assert [(name, args) for _, name, args in _calls(final.choices[0].message)] == [("list_files", {"path": "."})]
+    assert final.usage.to_dict(exclude_none=True) == CHAT_USAGE
+    assert all(r.headers["x-stainless-async"] != "false" for r in _chat_posts(server))
+
+
+def test_openai_exhausted_script_is_not_retried(server: ScriptedMessagesServer) -> None:
+    server.add(text_reply("only one"))
+    client = _openai(server, max_retries=2)  # the SDK default; x-should-retry: false wins
+    try:
+        client.chat.completions.create(model="m", messages=MESSAGES)
+        with pytest.raises(openai.InternalServerError) as err:
+            client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    finally:
+        client.close()
+    assert err.value.status_code == 500
+    assert "script exhausted" in str(err.value)
+    assert err.value.request_id == "req_test_0002"
+    assert isinstance(err.value.body, dict)
+    assert {key: err.value.body[key] for key in ("type", "param", "code")} == {
+        "type": "server_error",
+        "param": None,
+        "code": None,
+    }
+    assert "script exhausted" in err.value.body["message"]
+    assert len(_chat_posts(server)) == 2
+
+
+def test_openai_rate_limit_then_success_is_retried(server: ScriptedMessagesServer) -> None:
+    server.add(error_reply(429), text_reply("after retry"))
+    client = _openai(server, max_retries=1)
+    try:
+        completion = client.chat.completions.create(model="m", messages=MESSAGES)
+    finally:
+        client.close()
+    assert completion.choices[0].message.content == "after retry"
+    assert completion.id == "chatcmpl_test_0002"
+    assert [r.headers["x-stainless-retry-count"] for r in _chat_posts(server)] == ["0", "1"]
+
+
+def test_openai_scripted_errors(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    server.add(error_reply(429, message="slow down"), error_reply(400, "invalid_request_error", "bad tools"))
+    with pytest.raises(openai.RateLimitError) as limited:
+        oai.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    assert limited.value.body == {"message": "slow down", "type": "rate_limit_error", "param": None, "code": None}
+    assert limited.value.response.headers["retry-after-ms"] == "1"
+    with pytest.raises(openai.BadRequestError, match="bad tools"):
+        oai.responses.create(model="m", input="hi")
+
+
+def test_openai_responses_text_and_function_call(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    tools: list[Any] = [
+        {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}, "strict": False}
+    ]
+    reply = tool_use_reply(
+        ("read_file", {"path": "README.md"}), ("call_2", "read_file", {"path": "b"}), text="Reading."
+    )
+    server.add(text_reply("plain answer", usage=USAGE), reply)
+    plain = oai.responses.create(model="gpt-r", input="hi")
+    assert (plain.id, plain.object, plain.model, plain.status) == ("resp_test_0001", "response", "gpt-r", "completed")
+    assert plain.output_text == "plain answer"
+    assert [item.type for item in plain.output] == ["message"]
+    assert plain.usage is not None
+    assert plain.usage.to_dict() == {
+        "input_tokens": 138,
+        "input_tokens_details": {"cached_tokens": 8, "cache_write_tokens": 7},
+        "output_tokens": 45,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 183,
+    }
+    called = oai.responses.create(model="gpt-r", input="read", tools=tools, instructions="Be terse.")
+    assert called.output_text == "Reading."
+    assert called.instructions == "Be terse."
+    assert [tool.to_dict(exclude_none=True) for tool in called.tools] == tools
+    calls = [item for item in called.output if item.type == "function_call"]
+    assert [(c.id, c.call_id, c.name, json.loads(c.arguments), c.status) for c in calls] == [
+        ("fc_test_0002_1", reply.content[1]["id"], "read_file", {"path": "README.md"}, "completed"),
+        ("fc_test_0002_2", "call_2", "read_file", {"path": "b"}, "completed"),
+    ]
+    assert [r.path for r in server.requests] == ["/v1/responses", "/v1/responses"]
+
+
+def test_openai_responses_stream_is_refused_without_consuming(
+    server: ScriptedMessagesServer, oai: openai.OpenAI
+) -> None:
+    server.add(text_reply("kept"))
+    with pytest.raises(openai.BadRequestError, match="streaming is not scripted") as err:
+        oai.responses.create(model="m", input="hi", stream=True)
+    assert err.value.param == "stream"
+    assert server.pending == 1
+    assert oai.responses.create(model="m", input="hi").id == "resp_test_0001"
+
+
+def test_openai_requests_are_recorded(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:
+    tools: list[Any] = [
+        {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {}}}}
+    ]
+    messages: list[Any] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "read it"},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "text"},
+    ]
+    server.add(text_reply("ok"))
+    oai.chat.completions.create(model="m", messages=messages, tools=tools, max_completion_tokens=99)
+    (recorded,) = server.requests
+    assert (recorded.method, recorded.path) == ("POST", "/v1/chat/completions")
+    assert recorded.body == {"model": "m", "messages": messages, "tools": tools, "max_completion_tokens": 99}
+    assert recorded.headers["authorization"] == "Bearer k"
+
+
+def test_openai_routes_without_v1_share_the_script(server: ScriptedMessagesServer, client: anthropic.Anthropic) -> None:
+    server.add(text_reply("one"), text_reply("two"), text_reply("three"))
+    bare = _openai(server, v1=False)
+    try:
+        msg = client.messages.create(model="m", max_tokens=5, messages=MESSAGES)
+        completion = bare.chat.completions.create(model="m", messages=MESSAGES)
+        response = bare.responses.create(model="m", input="hi")
+    finally:
+        bare.close()
+    assert (msg.id, completion.id, response.id) == ("msg_test_0001", "chatcmpl_test_0002", "resp_test_0003")
+    assert [_blocks(msg)[0]["text"], completion.choices[0].message.content, response.output_text] == [
+        "one",
+        "two",
+        "three",
+    ]
+    assert [r.path for r in server.requests] == ["/v1/messages", "/chat/completions", "/responses"]
+
+
+def test_openai_bad_requests_use_the_openai_error_shape(server: ScriptedMessagesServer) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("POST", "/v1/chat/completions", "not json", {"content-type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 400
+        assert json.loads(resp.read())["error"]["type"] == "invalid_request_error"
+        conn.request("GET", "/v1/responses")
+        resp = conn.getresponse()
+        payload = json.loads(resp.read())
+        assert resp.status == 405
+        assert set(payload["error"]) == {"message", "type", "param", "code"}
+        conn.request("POST", "/v1/chat/completions/count_tokens", "{}", {"content-type": "application/json"})
+        resp = conn.getresponse()
+        payload = json.loads(resp.read())
+        assert resp.status == 404
+        assert payload["type"] == "error"
+    finally:
+        conn.close()
+    assert server.pending == 0
+
+
 # ---------------------------------------------------------------------- CLI
 
 
@@ -384,6 +737,23 @@ def test_cli_demo_prints_ready_and_answers() -> None:
         assert msg.stop_reason == "tool_use"
         tool_calls = [(b["name"], b["input"]) for b in _blocks(msg) if b["type"] == "tool_use"]
         assert tool_calls == [("list_files", {"path": "."})]
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.slow
+def test_cli_demo_serves_openai_too() -> None:
+    proc = _start_cli("--demo")
+    try:
+        base_url = _first_line(proc).split()[1]
+        client = openai.OpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0, timeout=30)
+        try:
+            completion = client.chat.completions.create(model="m", messages=MESSAGES)
+        finally:
+            client.close()
+        message = completion.choices[0].message
+        assert message.content == "Let me look at the directory first."
+        assert [(name, args) for _, name, args in _calls(message)] == [("list_files", {"path": "."})]
     finally:
         _stop(proc)
 
