@@ -3,15 +3,24 @@
 Pure: no SDK import, no network. Prompt sizes are real token counts of composed prompts (``Composer.compose``,
 ``Composer.baseline``, tiktoken); the conversation grows by stated amounts (:class:`ReplayParams`).
 
-Cache model (Anthropic's documented rules, simplified):
+Cache model (the providers' documented rules, simplified), shared by both cost models:
 
 - A request is a sequence of blocks in cache order: the tool list, the stable system part, the changing system
   part (text-style modes), the task message, then each assistant call and tool result.
-- Every request writes its whole prompt to the cache (the middleware puts a breakpoint on the newest message);
-  the next request reuses the longest prefix, in whole blocks, identical to a prefix written earlier in the same
-  task, and only up to the first changed block. The cache lives within one task.
-- Cost in base input-token units: reused tokens × 0.1 + written tokens × 1.25; without a cache, every input
-  token costs 1. The minimum cacheable length and the cache TTL are ignored.
+- Every request writes its whole prompt to the cache; the next request shares the longest prefix, in whole
+  blocks, identical to a prefix written earlier in the same task, and only up to the first changed block. The
+  cache lives within one task; its TTL is ignored. Costs are in base input-token units (1 = one input token at
+  the base input price; without a cache every input token costs 1). Output tokens are not priced.
+
+How the shared prefix is billed is the :class:`CostModel` (``ReplayParams.cost_model``):
+
+- :data:`ANTHROPIC` (default): explicit ``cache_control`` breakpoints (the middleware puts one on the newest
+  message), so the shared prefix is read from the cache at 0.1× and the rest is written at 1.25×. The minimum
+  cacheable length is ignored.
+- :data:`OPENAI` (:func:`openai_cost_model`): an automatic prefix cache, no breakpoints and no write premium
+  (uncached input at 1×). The shared prefix is a cache hit only from 1,024 tokens, counted in 128-token steps
+  (rounded down), billed at the cached-input price (0.1× by default). Real OpenAI hits are token-exact; counting
+  whole blocks understates them slightly (the common start of a changed block is not counted).
 
 Requests: one per step; plus, when ``fetch_first_use`` is set, one ``fetch_tool_description`` round trip before
 the first use in the task of a tool that is brief in the prompt at that moment (its result, the full text and
@@ -44,12 +53,17 @@ from .promotion import DEFAULT_POLICY, POLICIES, inline_text
 from .session import TaskSession
 
 __all__ = [
+    "ANTHROPIC",
+    "COST_MODELS",
+    "OPENAI",
     "SWE_AGENT_TOOL_MAP",
+    "CostModel",
     "PolicyCost",
     "ReplayParams",
     "ReplayReport",
     "Task",
     "load_traces",
+    "openai_cost_model",
     "replay",
     "replay_task",
     "synthetic_tasks",
@@ -76,6 +90,75 @@ MALFORMED = "<malformed>"
 
 
 @dataclass(frozen=True)
+class CostModel:
+    """How a provider bills one request's input against its prompt cache, in base input-token units.
+
+    The shared prefix (what an earlier request of the task already sent) is found the same way for every
+    provider; the model says how much of it is billed as cached and what the rest costs.
+    """
+
+    name: str
+    read_multiplier: float  # a cached input token (a cache hit), against the base input price
+    write_multiplier: float  # an input token not served from the cache (and written to it)
+    min_cached_tokens: int = 0  # a shared prefix shorter than this is no cache hit
+    cache_increment: int = 1  # cached tokens are counted in steps of this (rounded down)
+
+    def __post_init__(self) -> None:
+        if self.read_multiplier < 0 or self.write_multiplier < 0:
+            raise ValueError(f"cost model {self.name!r}: multipliers must not be negative")
+        if self.min_cached_tokens < 0 or self.cache_increment < 1:
+            raise ValueError(f"cost model {self.name!r}: min_cached_tokens >= 0 and cache_increment >= 1 required")
+
+    def cached_tokens(self, shared: int) -> int:
+        """The tokens billed as cached when a request shares ``shared`` prefix tokens with an earlier one."""
+        cached = shared - shared % self.cache_increment
+        return cached if cached >= self.min_cached_tokens else 0
+
+    def price(self, tokens: int, shared: int) -> float:
+        """The cost of a ``tokens``-token request that shares ``shared`` prefix tokens with an earlier one."""
+        cached = self.cached_tokens(shared)
+        return cached * self.read_multiplier + (tokens - cached) * self.write_multiplier
+
+    def describe(self) -> str:
+        text = f"{self.name} (cache reads {self.read_multiplier:g}×, writes {self.write_multiplier:g}× the input price"
+        if self.min_cached_tokens or self.cache_increment > 1:
+            text += f"; hits from {self.min_cached_tokens:,} tokens, in steps of {self.cache_increment:,}"
+        return text + ")"
+
+
+# Anthropic (prompt caching, pricing): a 5-minute cache write costs 1.25× the base input price, a cache read
+# 0.1×. The minimum cacheable length (1,024 or more tokens by model) is not modelled.
+ANTHROPIC_CACHE_WRITE_MULTIPLIER = 1.25
+ANTHROPIC_CACHE_READ_MULTIPLIER = 0.1
+ANTHROPIC = CostModel(
+    "anthropic", read_multiplier=ANTHROPIC_CACHE_READ_MULTIPLIER, write_multiplier=ANTHROPIC_CACHE_WRITE_MULTIPLIER
+)
+
+# OpenAI (prompt caching guide): caching is automatic and free for prompts of 1,024 tokens or more; "cache hits
+# are only possible for exact prefix matches", in increments of 128 tokens. Cached input is billed at the
+# model's "cached input" price: 0.1× the input price for the GPT-5 family (e.g. gpt-5.1 $1.25 → $0.125 per
+# million), 0.25× for gpt-4.1 and o3, 0.5× for gpt-4o and gpt-4o-mini. Default: 0.1× (the current models).
+OPENAI_CACHED_INPUT_MULTIPLIER = 0.1
+OPENAI_MIN_CACHED_TOKENS = 1024
+OPENAI_CACHE_INCREMENT = 128
+
+
+def openai_cost_model(cached_input_multiplier: float = OPENAI_CACHED_INPUT_MULTIPLIER) -> CostModel:
+    """OpenAI's automatic prefix cache; ``cached_input_multiplier`` is the model's cached/uncached input price."""
+    return CostModel(
+        "openai",
+        read_multiplier=cached_input_multiplier,
+        write_multiplier=1.0,
+        min_cached_tokens=OPENAI_MIN_CACHED_TOKENS,
+        cache_increment=OPENAI_CACHE_INCREMENT,
+    )
+
+
+OPENAI = openai_cost_model()
+COST_MODELS: Mapping[str, CostModel] = {"anthropic": ANTHROPIC, "openai": OPENAI}
+
+
+@dataclass(frozen=True)
 class ReplayParams:
     """The replay's assumptions, all stated and all adjustable."""
 
@@ -85,8 +168,7 @@ class ReplayParams:
     error_result_tokens: int = 40  # a refused call's error result
     fetch_call_tokens: int = 30  # an assistant turn calling fetch_tool_description
     fetch_first_use: bool = True  # the model fetches a brief tool's doc before its first use in the task
-    write_multiplier: float = 1.25
-    read_multiplier: float = 0.1
+    cost_model: CostModel = ANTHROPIC  # how the provider bills cache reads and writes
 
 
 @dataclass(frozen=True)
@@ -163,8 +245,10 @@ class ReplayReport:
         ]
 
     def as_dict(self) -> dict[str, Any]:
+        params = asdict(self.params)
         return {
             "label": self.label,
+            "cost_model": params.pop("cost_model"),
             "modes": self.modes,
             "tasks": self.tasks,
             "steps": self.steps,
@@ -172,13 +256,14 @@ class ReplayReport:
             "policies": self.policy_rows(),
             "recommended": self.recommended,
             "per_mode": {slug: sub.as_dict() for slug, sub in self.per_mode.items()},
-            "params": asdict(self.params),
+            "params": params,
         }
 
     def to_table(self) -> str:
         lines = [
             f"{self.label}: {self.tasks} tasks, {self.steps} steps ({self.refused_steps} refused in the mode), "
             f"modes {', '.join(self.modes)}",
+            f"cost model: {self.params.cost_model.describe()}",
             f"{'policy':<12}{'input tokens':>15}{'cost (cache)':>15}{'saving':>9}{'no cache':>15}{'saving':>9}"
             f"{'fetches':>9}",
         ]
@@ -195,7 +280,7 @@ class ReplayReport:
 
 
 class _Cache:
-    """Prefix hashes written so far in one task; a request reuses its longest written prefix."""
+    """Prefix hashes written so far in one task; a request shares its longest written prefix."""
 
     def __init__(self) -> None:
         self.written: set[int] = set()
@@ -204,18 +289,17 @@ class _Cache:
         """(input tokens, cache-weighted cost) of a request made of ``(block key, tokens)``."""
         chain = 0
         total = 0
-        reused = 0
+        shared = 0
         prefix_hit = True
         for key, tokens in blocks:
             chain = hash((chain, key))
             total += tokens
             if prefix_hit and chain in self.written:
-                reused = total
+                shared = total
             else:
                 prefix_hit = False
                 self.written.add(chain)
-        written = total - reused
-        return total, reused * params.read_multiplier + written * params.write_multiplier
+        return total, params.cost_model.price(total, shared)
 
 
 def _head(prompt: ComposedPrompt, composer: Composer) -> list[tuple[object, int]]:

@@ -12,11 +12,15 @@ from prompt_composer.cli import main
 from prompt_composer.fetch import fetch_tool_doc
 from prompt_composer.promotion import DEFAULT_POLICY, inline_text
 from prompt_composer.replay import (
+    ANTHROPIC,
+    OPENAI,
     SWE_AGENT_TOOL_MAP,
+    CostModel,
     ReplayParams,
     Task,
     _Cache,
     load_traces,
+    openai_cost_model,
     replay,
     replay_task,
     synthetic_tasks,
@@ -41,6 +45,69 @@ def test_cache_reuses_the_longest_written_prefix_and_prices_reads_and_writes() -
     assert cache.request([("a", 100), ("b", 50), ("c", 10)], PARAMS) == (160, 150 * 0.1 + 10 * 1.25)
     # a changed first block: nothing is reused, even though later blocks are equal
     assert cache.request([("z", 100), ("b", 50), ("c", 10)], PARAMS) == (160, 160 * 1.25)
+
+
+def test_anthropic_is_the_default_cost_model() -> None:
+    assert PARAMS.cost_model is ANTHROPIC
+    assert (ANTHROPIC.read_multiplier, ANTHROPIC.write_multiplier) == (0.1, 1.25)
+    assert ANTHROPIC.cached_tokens(1) == 1  # whole written blocks, no minimum and no rounding
+
+
+OPENAI_PARAMS = ReplayParams(cost_model=OPENAI)
+
+
+def test_openai_charges_no_write_premium() -> None:
+    cache = _Cache()
+    assert cache.request([("a", 2000), ("b", 50)], OPENAI_PARAMS) == (2050, 2050.0)  # all new: 1× input
+    # a changed first block: nothing is cached, and nothing costs more than uncached input
+    assert cache.request([("z", 2000), ("b", 50)], OPENAI_PARAMS) == (2050, 2050.0)
+
+
+def test_openai_caches_nothing_below_1024_tokens() -> None:
+    cache = _Cache()
+    assert cache.request([("a", 900)], OPENAI_PARAMS) == (900, 900.0)
+    assert cache.request([("a", 900), ("b", 100)], OPENAI_PARAMS) == (1000, 1000.0)  # prompt under 1,024
+    # a prompt of 1,024 tokens or more whose shared prefix is under 1,024 is no hit either
+    assert cache.request([("a", 900), ("b", 100), ("c", 500)], OPENAI_PARAMS) == (1500, 1500.0)
+    assert OPENAI.cached_tokens(1023) == 0
+    assert OPENAI.cached_tokens(1024) == 1024
+
+
+def test_openai_cached_tokens_are_multiples_of_128() -> None:
+    cache = _Cache()
+    cache.request([("a", 1100)], OPENAI_PARAMS)
+    # 1,100 shared tokens: 1,024 cached at 0.1×, the other 76 and the 200 new ones at 1×
+    assert cache.request([("a", 1100), ("b", 200)], OPENAI_PARAMS) == (1300, 1024 * 0.1 + 276)
+    # 1,300 shared tokens: 1,280 cached
+    assert cache.request([("a", 1100), ("b", 200), ("c", 5)], OPENAI_PARAMS) == (1305, 1280 * 0.1 + 25)
+    for shared in range(0, 5000, 7):
+        cached = OPENAI.cached_tokens(shared)
+        assert cached % 128 == 0, shared
+        assert cached == 0 or 1024 <= cached <= shared < cached + 128, shared
+
+
+def test_openai_discount_is_a_parameter() -> None:
+    gpt_4o = openai_cost_model(cached_input_multiplier=0.5)
+    assert (gpt_4o.name, gpt_4o.read_multiplier, gpt_4o.write_multiplier) == ("openai", 0.5, 1.0)
+    assert gpt_4o.price(2000, 2000) == 1920 * 0.5 + 80
+    assert openai_cost_model() == OPENAI
+    with pytest.raises(ValueError, match="cache_increment"):
+        CostModel("x", read_multiplier=0.1, write_multiplier=1.0, cache_increment=0)
+
+
+def test_openai_cost_is_below_uncached_on_a_stable_prefix(shipped_composer: Composer) -> None:
+    mode = shipped_composer.registry.mode("code")
+    task = Task("t", ("read_file", "search_files", "read_file", "apply_diff", "execute_command", "read_file"))
+    openai, _ = replay_task(shipped_composer, mode, task, "task_start", OPENAI_PARAMS)
+    anthropic, _ = replay_task(shipped_composer, mode, task, "task_start")
+    assert shipped_composer.compose(mode).tokens.total >= 1024
+    assert openai.input_tokens == anthropic.input_tokens == openai.cost_no_cache
+    assert openai.cost < 0.5 * openai.cost_no_cache
+    # the first request is all new: OpenAI bills it at 1×, Anthropic at 1.25×
+    first, _ = replay_task(shipped_composer, mode, Task("t", ("read_file",)), "static", OPENAI_PARAMS)
+    assert first.cost == first.cost_no_cache
+    first, _ = replay_task(shipped_composer, mode, Task("t", ("read_file",)), "static")
+    assert first.cost == pytest.approx(1.25 * first.cost_no_cache)
 
 
 def test_static_never_fetches_and_sends_one_request_per_step() -> None:
@@ -163,3 +230,37 @@ def test_replay_cli_reports_a_missing_traces_file_in_one_line(capsys: pytest.Cap
     err = capsys.readouterr().err
     assert err.startswith("error: /nonexistent/traces.jsonl: cannot read traces")
     assert "Traceback" not in err
+
+
+def test_cli_replay_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--mode", "code"]) == 0
+    default = capsys.readouterr().out
+    assert main(["replay", "--mode", "code", "--provider", "anthropic"]) == 0
+    assert capsys.readouterr().out == default
+    assert "cost model: anthropic (cache reads 0.1×, writes 1.25× the input price)" in default
+    assert main(["replay", "--mode", "code", "--provider", "openai"]) == 0
+    table = capsys.readouterr().out
+    assert "cost model: openai (cache reads 0.1×, writes 1× the input price; hits from 1,024 tokens" in table
+    assert "recommended: inline" in table
+
+
+def test_cli_replay_openai_json_on_the_shipped_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--mode", "code", "--provider", "openai", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cost_model"] == {
+        "name": "openai",
+        "read_multiplier": 0.1,
+        "write_multiplier": 1.0,
+        "min_cached_tokens": 1024,
+        "cache_increment": 128,
+    }
+    assert out["per_mode"]["code"]["cost_model"]["name"] == "openai"
+    assert "cost_model" not in out["params"]
+    rows = {row["name"]: row for row in out["policies"]}
+    assert list(rows) == ["static", "every_turn", "task_start", "inline"]
+    assert all(0 < row["cost"] < row["cost_no_cache"] for row in rows.values())
+    assert out["recommended"] == DEFAULT_POLICY
+    assert main(["replay", "--mode", "code", "--format", "json"]) == 0
+    anthropic = json.loads(capsys.readouterr().out)
+    assert anthropic["cost_model"]["name"] == "anthropic"
+    assert anthropic["policies"][0]["input_tokens"] == rows["static"]["input_tokens"]

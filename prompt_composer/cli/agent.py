@@ -11,7 +11,7 @@ from typing import Any
 
 from ..composer import Composer, SystemInfo
 from ..promotion import POLICIES
-from ..replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
+from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 from .core import loopback, positive_int, registry_of
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -41,6 +41,14 @@ def register(sub: Any) -> None:
     p.add_argument("--no-fetch", action="store_true", help="assume the model uses a brief tool without fetching")
     p.add_argument(
         "--result-tokens", type=positive_int, default=ReplayParams.result_tokens, help="tokens per tool result"
+    )
+    p.add_argument(
+        "--provider",
+        choices=tuple(COST_MODELS),
+        default="anthropic",
+        help="prompt-cache cost model (default: anthropic): anthropic has explicit cache_control breakpoints, cache "
+        "writes at 1.25x and reads at 0.1x the input price; openai caches prefixes automatically, with no write "
+        "premium, hits only from 1,024 tokens and in 128-token steps, cached input at 0.1x",
     )
     p.set_defaults(handler=cmd_replay)
 
@@ -120,7 +128,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     modes = args.mode or list(composer.registry.modes)
     for slug in modes:
         composer.registry.mode(slug)
-    params = ReplayParams(fetch_first_use=not args.no_fetch, result_tokens=args.result_tokens)
+    params = ReplayParams(
+        fetch_first_use=not args.no_fetch,
+        result_tokens=args.result_tokens,
+        cost_model=COST_MODELS[args.provider],
+    )
     separate: ReplayReport | None = None
     if args.traces:
         tasks = load_traces(args.traces)
