@@ -7,6 +7,11 @@ Load a registry of tool docs and modes, keep a task session per task, and compos
     session = InMemorySessionStore().get("task-1")
     prompt = composer.compose("code", session)   # prompt.system, prompt.tools
     session.record_use("glob")                     # after the tool ran
+
+Or wrap an SDK client (``anthropic`` or ``openai``) and let it compose every request and run the tool loop::
+
+    client = wrap(openai.OpenAI(), mode="code", task_id="task-1")
+    result = client.run("Fix the failing test", model=..., executors=workspace_executors("."))
 """
 
 from .audit import AuditReport, ModeAudit, ToolAudit, run_audit
@@ -33,6 +38,19 @@ from .errors import (
     UnknownToolError,
 )
 from .fetch import FETCH_TOOL_NAME, FetchResult, fetch_tool_definition, handle_fetch
+from .loop import (
+    Iteration,
+    LoopResult,
+    MaxIterationsError,
+    PendingCall,
+    StopLoop,
+    TokenUsage,
+    ToolCallRecord,
+    ToolLoopError,
+    WrapOptions,
+    partial_result,
+    wrap,
+)
 from .modes import FileRestriction, Mode, ModeConfig
 from .registry import Registry, default_docs_dir, load_registry
 from .search import SearchResult, Selection, ToolSearch
@@ -56,28 +74,37 @@ __all__ = [
     "ImporterError",
     "InMemorySessionStore",
     "InputFileError",
+    "Iteration",
     "LoadError",
     "LocalModelError",
+    "LoopResult",
+    "MaxIterationsError",
     "Mode",
     "ModeAudit",
     "ModeConfig",
     "Origin",
+    "PendingCall",
     "Problem",
     "PromptComposerError",
     "Registry",
     "SearchResult",
     "Selection",
     "SessionStore",
+    "StopLoop",
     "SystemInfo",
     "TaskSession",
     "TiktokenCounter",
     "TokenCounter",
     "TokenCounts",
+    "TokenUsage",
     "ToolAudit",
+    "ToolCallRecord",
     "ToolDoc",
+    "ToolLoopError",
     "ToolSearch",
     "UnknownModeError",
     "UnknownToolError",
+    "WrapOptions",
     "call_tool",
     "call_tool_definition",
     "default_counter",
@@ -86,7 +113,9 @@ __all__ = [
     "handle_fetch",
     "handle_tool_search",
     "load_registry",
+    "partial_result",
     "run_audit",
     "strip_descriptions",
     "tool_search_definition",
+    "wrap",
 ]

@@ -41,8 +41,8 @@ from .errors import InputFileError, PromptComposerError
 from .fetch import FETCH_TOOL_NAME
 from .registry import Registry
 
-if TYPE_CHECKING:  # the anthropic module imports the SDK: only run_bench needs it
-    from .anthropic import Iteration
+if TYPE_CHECKING:
+    from .loop import Iteration
 
 __all__ = [
     "VARIANTS",
@@ -241,9 +241,10 @@ def run_bench(
     extra_body: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> BenchReport:
-    """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic``)."""
-    from .anthropic import ComposedClient, StopLoop
+    """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic`` or an
+    ``openai.OpenAI``)."""
     from .composer import Composer
+    from .loop import StopLoop, wrap
     from .search import ToolSearch
 
     unknown = [v for v in variants if v not in VARIANTS]
@@ -260,7 +261,7 @@ def run_bench(
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
             outcome = TaskOutcome(task.id, variant, args_ok=False if task.args else None)
-            wrapped = ComposedClient(
+            wrapped = wrap(
                 client,
                 composer=composer,
                 mode=mode,

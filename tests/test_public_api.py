@@ -56,6 +56,18 @@ PUBLIC = {
     "run_audit",
     "strip_descriptions",
     "tool_search_definition",
+    # the tool loop, whatever the provider (prompt_composer.loop; no SDK imported until wrap() sees a client)
+    "Iteration",
+    "LoopResult",
+    "MaxIterationsError",
+    "PendingCall",
+    "StopLoop",
+    "TokenUsage",
+    "ToolCallRecord",
+    "ToolLoopError",
+    "WrapOptions",
+    "partial_result",
+    "wrap",
 }
 
 
@@ -77,8 +89,8 @@ def test_core_imports_neither_the_sdk_nor_numpy() -> None:
     probe = (
         "import sys, prompt_composer, prompt_composer.cli, prompt_composer.replay, prompt_composer.importers,"
         " prompt_composer.roomodes, prompt_composer.providers, prompt_composer.executors, prompt_composer.evaluate,"
-        " prompt_composer.bench, prompt_composer.localmodel;"
-        " print(sorted(m for m in ('anthropic', 'numpy', 'mcp') if m in sys.modules))"
+        " prompt_composer.bench, prompt_composer.localmodel, prompt_composer.loop, prompt_composer.textcalls;"
+        " print(sorted(m for m in ('anthropic', 'openai', 'numpy', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"

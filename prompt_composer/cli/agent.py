@@ -1,4 +1,5 @@
-"""Agent subcommands: ``run`` (the tool loop against the Messages API) and ``replay`` (the policy cost replay)."""
+"""Agent subcommands: ``run`` (the tool loop against the Messages API or an OpenAI-compatible API) and ``replay``
+(the policy cost replay)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import sys
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ..composer import Composer, SystemInfo
@@ -14,19 +16,29 @@ from ..promotion import POLICIES
 from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 from .core import loopback, positive_int, registry_of
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
+PROVIDER_HELP = (
+    "wire format (default: anthropic): anthropic = the Messages API; openai = Chat Completions, for OpenAI and any "
+    "server that copies it (llama.cpp, vLLM, Ollama, LM Studio, LiteLLM, OpenRouter)"
+)
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "run",
-        help="run the tool loop on a task against the Messages API (read-only executors; native or text-style modes)",
+        help="run the tool loop on a task against a model API (read-only executors; native or text-style modes)",
     )
     p.add_argument("--mode", required=True)
     p.add_argument("--task", required=True, help="the user's task message")
-    p.add_argument("--base-url", default=None, help="Messages API base URL (default: the SDK's, or ANTHROPIC_BASE_URL)")
-    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="API base URL (default: the SDK's, or ANTHROPIC_BASE_URL / OPENAI_BASE_URL); a server on this machine "
+        "needs no key",
+    )
+    p.add_argument("--model", default=None, help="model name (default: claude-sonnet-4-6 / gpt-5)")
     p.add_argument("--workspace", default=".", help="folder the read-only tools may read (default: .)")
     p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
     p.add_argument("--max-iterations", type=positive_int, default=25)
@@ -53,11 +65,44 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_replay)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    import anthropic  # only this subcommand needs the SDK
+@dataclass(frozen=True)
+class Sdk:
+    """A provider's SDK client, and the base class of its API errors."""
 
-    from ..anthropic import ComposedClient, MaxIterationsError, partial_result
+    client: Any
+    api_error: type[Exception]
+
+
+def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = None) -> Sdk | str:
+    """The SDK client for ``provider`` (the key from ANTHROPIC_API_KEY / OPENAI_API_KEY; a placeholder for a server
+    on this machine, e.g. `prompt-composer model serve`), or why there is none."""
+    options: dict[str, Any] = {"base_url": base_url} if timeout is None else {"base_url": base_url, "timeout": timeout}
+    if provider == "openai":
+        try:
+            import openai
+        except ImportError:
+            return "the openai provider needs the openai SDK: pip install 'prompt-composer[openai]'"
+        local = loopback(base_url or os.environ.get("OPENAI_BASE_URL")) and not os.environ.get("OPENAI_API_KEY")
+        try:
+            return Sdk(openai.OpenAI(api_key="local" if local else None, **options), openai.APIError)
+        except openai.OpenAIError:  # the only thing the constructor checks is the key
+            return "no API key: set OPENAI_API_KEY"
+    import anthropic
+
+    local = loopback(base_url or os.environ.get("ANTHROPIC_BASE_URL")) and not os.environ.get("ANTHROPIC_API_KEY")
+    try:
+        sdk = anthropic.Anthropic(api_key="local" if local else None, **options)
+    except anthropic.AnthropicError as exc:
+        return str(exc)
+    if not sdk.api_key and not sdk.auth_token:
+        sdk.close()
+        return "no API key: set ANTHROPIC_API_KEY"
+    return Sdk(sdk, anthropic.APIError)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     from ..executors import ExecutorError, workspace_executors
+    from ..loop import MaxIterationsError, partial_result, wrap
 
     registry = registry_of(args)
     registry.mode(args.mode)  # unknown mode: exit 2 before any request
@@ -66,23 +111,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        # A model server on this machine (`prompt-composer model serve`) needs no key: send a placeholder.
-        base_url = args.base_url or os.environ.get("ANTHROPIC_BASE_URL")
-        local_key = "local" if loopback(base_url) and not os.environ.get("ANTHROPIC_API_KEY") else None
-        sdk = anthropic.Anthropic(base_url=args.base_url, api_key=local_key)
-    except anthropic.AnthropicError as exc:  # e.g. no API key
-        print(f"error: {exc}", file=sys.stderr)
+    sdk = sdk_client(args.provider, args.base_url)
+    if isinstance(sdk, str):
+        print(f"error: {sdk}", file=sys.stderr)
         return 2
-    if not sdk.api_key and not sdk.auth_token:
-        sdk.close()
-        print("error: no API key: set ANTHROPIC_API_KEY", file=sys.stderr)
-        return 2
-    with sdk:
+    with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it
         # is an input of composition, so `compose` (and the golden prompts) stay deterministic.
-        client = ComposedClient(
-            sdk,
+        client = wrap(
+            sdk.client,
             registry=registry,
             mode=args.mode,
             task_id=f"run-{uuid.uuid4().hex[:12]}",
@@ -92,13 +129,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             result = client.run(
                 args.task,
-                model=args.model,
+                model=args.model or DEFAULT_MODELS[args.provider],
                 max_tokens=args.max_tokens,
                 executors=executors,
                 max_iterations=args.max_iterations,
             )
             code = 0
-        except (MaxIterationsError, anthropic.APIError) as exc:
+        except (MaxIterationsError, sdk.api_error) as exc:
             print(f"error: {exc}", file=sys.stderr)
             partial = partial_result(exc)
             if partial is None:
@@ -115,12 +152,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(result.text)
     usage = result.usage
     print(
-        f"# {len(result.iterations)} iterations, {len(result.tool_calls)} tool calls, policy {client.policy}; "
+        f"# {_count(len(result.iterations), 'iteration')}, {_count(len(result.tool_calls), 'tool call')}, "
+        f"policy {client.policy}; "
         f"tokens: input {usage.input_tokens}, output {usage.output_tokens}, cache write "
         f"{usage.cache_creation_input_tokens}, cache read {usage.cache_read_input_tokens}",
         file=sys.stderr,
     )
     return code
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any, cast
 
 from ..bench import VARIANTS, Variant, load_tasks, render_table, run_bench
-from .core import loopback, positive_int, registry_of
+from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
+from .core import positive_int, registry_of
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
 
@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
     p.add_argument("--mode", required=True, help="the mode to run the tasks in")
     p.add_argument("--base-url", required=True, help="the model server (e.g. `prompt-composer model serve`'s URL)")
-    p.add_argument("--provider", choices=("anthropic",), default="anthropic", help="wire format (default: anthropic)")
+    p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
     p.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: local; a hosted API needs a real one)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated (default: {','.join(VARIANTS)})")
     p.add_argument("--max-iterations", type=positive_int, default=4, help="requests per task at most (default: 4)")
@@ -37,8 +37,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import anthropic
-
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -48,13 +46,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     registry.mode(args.mode)
     tasks = load_tasks(args.tasks)
-    key = os.environ.get("ANTHROPIC_API_KEY")
-    if not key and not loopback(args.base_url):
-        print("error: no API key: set ANTHROPIC_API_KEY (a local server needs none)", file=sys.stderr)
+    sdk = sdk_client(args.provider, args.base_url, timeout=900)  # a cold prompt on a CPU takes minutes
+    if isinstance(sdk, str):
+        print(f"error: {sdk} (a server on this machine needs none)", file=sys.stderr)
         return 2
-    with anthropic.Anthropic(base_url=args.base_url, api_key=key or "local", timeout=900) as sdk:
+    with sdk.client:
         report = run_bench(
-            sdk,
+            sdk.client,
             registry,
             args.mode,
             tasks,
