@@ -250,12 +250,14 @@ class LoopResult:
         return total
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``run --format json`` shape: ``text``, ``iterations``, ``tool_calls``, ``usage``, ``stop_reason``."""
+        """The ``run --format json`` shape: ``text``, ``iterations``, ``tool_calls``, ``usage`` (the total),
+        ``requests`` (each request's usage, in order: where the cache hit shows), ``stop_reason``."""
         return {
             "text": self.text,
             "iterations": len(self.iterations),
             "tool_calls": [{"name": c.name, "input": dict(c.input), "is_error": c.is_error} for c in self.tool_calls],
             "usage": self.usage.as_dict(),
+            "requests": [it.usage.as_dict() for it in self.iterations],
             "stop_reason": self.stop_reason,
         }
 
