@@ -43,6 +43,7 @@ from .loop import (
     AsyncComposedClientBase,
     Call,
     Clock,
+    ComposedNamespace,
     Iteration,
     LoopResult,
     MaxIterationsError,
@@ -246,49 +247,13 @@ def _saw(event: Any, clock: Clock) -> None:
 # -------------------------------------------------------------------------------------------- wrappers
 
 
-class _MessagesBase:
-    def __init__(self, messages: Any, state: TaskState) -> None:
-        self._messages = messages
-        self._state = state
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._messages, name)
-
-
-class ComposedMessages(_MessagesBase):
-    """``client.messages`` of a :class:`ComposedClient`."""
-
-    def create(self, **params: Any) -> Any:
-        """``Messages.create`` with the composed system prompt and tools (``stream=True`` works too)."""
-        return self._messages.create(**prepare(self._state, params)[0])
-
-    def stream(self, **params: Any) -> Any:
-        """``Messages.stream`` (a ``MessageStreamManager``) with the composed system prompt and tools."""
-        return self._messages.stream(**prepare(self._state, params)[0])
-
-    def parse(self, **params: Any) -> Any:
-        return self._messages.parse(**prepare(self._state, params)[0])
+class ComposedMessages(ComposedNamespace):
+    """``client.messages`` of a composed client: ``create`` / ``stream`` / ``parse`` / ``count_tokens`` get the
+    composed system prompt and tools (``async with client.messages.stream(...)`` for an async client)."""
 
     def count_tokens(self, **params: Any) -> Any:
         """``Messages.count_tokens`` for the request as it would be sent (no breakpoints added)."""
-        return self._messages.count_tokens(**prepare(self._state, params, breakpoints=False)[0])
-
-
-class AsyncComposedMessages(_MessagesBase):
-    """``client.messages`` of an :class:`AsyncComposedClient`."""
-
-    async def create(self, **params: Any) -> Any:
-        return await self._messages.create(**prepare(self._state, params)[0])
-
-    def stream(self, **params: Any) -> Any:
-        """An ``AsyncMessageStreamManager``: use ``async with client.messages.stream(...) as s``."""
-        return self._messages.stream(**prepare(self._state, params)[0])
-
-    async def parse(self, **params: Any) -> Any:
-        return await self._messages.parse(**prepare(self._state, params)[0])
-
-    async def count_tokens(self, **params: Any) -> Any:
-        return await self._messages.count_tokens(**prepare(self._state, params, breakpoints=False)[0])
+        return self._inner.count_tokens(**prepare(self._state, params, breakpoints=False)[0])
 
 
 class ComposedClient(SyncComposedClient):
@@ -301,20 +266,20 @@ class ComposedClient(SyncComposedClient):
         self._attach(client, TaskState(**options))
 
     def _bind(self) -> None:
-        self.messages = ComposedMessages(self._client.messages, self._state)
+        self.messages = ComposedMessages(self._client.messages, self._state, prepare)
 
 
 class AsyncComposedClient(AsyncComposedClientBase):
     """An ``anthropic.AsyncAnthropic`` whose ``messages`` are composed for one task and mode."""
 
     _adapter = MessagesAdapter()
-    messages: AsyncComposedMessages
+    messages: ComposedMessages
 
     def __init__(self, client: anthropic.AsyncAnthropic, **options: Unpack[WrapOptions]) -> None:
         self._attach(client, TaskState(**options))
 
     def _bind(self) -> None:
-        self.messages = AsyncComposedMessages(self._client.messages, self._state)
+        self.messages = ComposedMessages(self._client.messages, self._state, prepare)
 
 
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:

@@ -102,7 +102,7 @@ def render_search_result(
         if result.miss.nearest:
             lines.append(f"Nearest tools: {', '.join(result.miss.nearest)}.")
         if result.miss.groups:
-            groups = ", ".join(f"{g} ({n} tools)" for g, n in result.miss.groups)
+            groups = ", ".join(f"{g} ({n} tool{'' if n == 1 else 's'})" for g, n in result.miss.groups)
             lines.append(f"Tool groups of this mode: {groups}.")
         lines.append("Search again with other words (what you want to achieve, or a group name).")
         return "\n".join(lines)
@@ -149,13 +149,13 @@ def handle_tool_search(
     query = tool_input.get("query") if isinstance(tool_input, Mapping) else None
     if not isinstance(query, str) or not query.strip():
         return SearchToolResult(
-            f'{TOOL_SEARCH_NAME} needs {{"query": "<what you want to do>"}}, for example '
+            f'Error: {TOOL_SEARCH_NAME} needs {{"query": "<what you want to do>"}}, for example '
             '{"query": "find where a function is called"}.',
             is_error=True,
         )
     raw_limit = tool_input.get("limit", DEFAULT_LIMIT)
     if isinstance(raw_limit, bool) or not isinstance(raw_limit, int) or raw_limit < 1:
-        return SearchToolResult(f"limit must be a whole number from 1 to {MAX_LIMIT}.", is_error=True)
+        return SearchToolResult(f"Error: limit must be a whole number from 1 to {MAX_LIMIT}.", is_error=True)
     limit = min(raw_limit, MAX_LIMIT)
     result = search.search(query.strip(), mode, limit=limit, strategy=strategy)
     activated: tuple[str, ...] = ()
@@ -211,7 +211,8 @@ def check_call(
     file restrictions admit its paths. Returns ``(name, arguments)`` or the error result to send back."""
     name = tool_input.get("name") if isinstance(tool_input, Mapping) else None
     if not isinstance(name, str) or not name.strip():
-        return CallResult("", f'{CALL_TOOL_NAME} needs {{"name": "<tool name>", "arguments": {{...}}}}.', is_error=True)
+        needs = f'Error: {CALL_TOOL_NAME} needs {{"name": "<tool name>", "arguments": {{...}}}}.'
+        return CallResult("", needs, is_error=True)
     name = name.strip()
     if not mode.allows(name):
         suggestions = ", ".join(closest_names(name, mode.allowed))

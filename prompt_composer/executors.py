@@ -55,6 +55,11 @@ def _int(tool_input: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 line``, ``2 lines``; ``plural`` for irregular nouns."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 class Workspace:
     """A folder the executors may read, and nothing outside it.
 
@@ -66,7 +71,8 @@ class Workspace:
     ) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
-            raise ExecutorError(f"workspace {root} is not a directory")
+            missing = "" if self.root.exists() else " (it does not exist)"
+            raise ExecutorError(f"workspace {root} is not a directory{missing}")
         self.max_bytes = max_bytes
         self.max_entries = max_entries
         self.max_matches = max_matches
@@ -103,50 +109,54 @@ class Workspace:
 
     def read_file(self, tool_input: Mapping[str, Any]) -> str:
         """``path``, optional ``start_line``/``end_line`` (1-based, inclusive): numbered lines ``N | text``."""
-        path = self.resolve(_string(tool_input, "path"))
+        given = _string(tool_input, "path")
+        path = self.resolve(given)
         start, end = _int(tool_input, "start_line"), _int(tool_input, "end_line")
         if start is not None and end is not None and end < start:
             raise ExecutorError(f"end_line {end} is before start_line {start}")
         if not path.is_file():
-            raise ExecutorError(f"{self.relative(path)} is not a file" if path.exists() else "no such file")
-        with path.open("rb") as fh:
-            data = fh.read(self.max_bytes + 1)
+            raise ExecutorError(self._not_a("file", given, path))
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(self.max_bytes + 1)
+        except OSError as exc:  # e.g. no permission: say so without the absolute path
+            raise ExecutorError(f"cannot read {given}: {exc.strerror or type(exc).__name__}") from None
         if b"\0" in data[:8192]:
-            raise ExecutorError(f"{self.relative(path)} is a binary file")
+            raise ExecutorError(f"{given} is a binary file; it cannot be read as text")
         truncated = len(data) > self.max_bytes
         lines = data[: self.max_bytes].decode("utf-8", "replace").splitlines()
         first = start or 1
         last = min(end or len(lines), len(lines))
         if lines and first > len(lines):
-            raise ExecutorError(f"start_line {first} is past the end of the file ({len(lines)} lines)")
+            raise ExecutorError(f"start_line {first} is past the end of {given} ({_count(len(lines), 'line')})")
         width = len(str(last))
         out = [f"{n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)]
         if truncated:
-            out.append(f"[truncated: the file is larger than {self.max_bytes} bytes]")
+            out.append(f"[truncated: the file is larger than {_count(self.max_bytes, 'byte')}]")
         return "\n".join(out) if out else "(empty file)"
 
     def list_files(self, tool_input: Mapping[str, Any]) -> str:
         """``path``, optional ``recursive``: one entry a line, directories ending in ``/``, sorted."""
-        top = self.resolve(_string(tool_input, "path", default="."))
+        given = _string(tool_input, "path", default=".")
+        top = self._directory(given)
         recursive = tool_input.get("recursive", False) is True
-        if not top.is_dir():
-            raise ExecutorError(f"{self.relative(top)} is not a directory" if top.exists() else "no such directory")
         entries: list[str] = []
-        for entry in self._walk(top, recursive=recursive):
-            rel = entry.relative_to(self.root).as_posix()
-            entries.append(rel + "/" if entry.is_dir() else rel)
-            if len(entries) > self.max_entries:
-                break
-        return self._listing(entries, what="entries", empty="(empty directory)")
+        try:
+            for entry in self._walk(top, recursive=recursive):
+                rel = entry.relative_to(self.root).as_posix()
+                entries.append(rel + "/" if entry.is_dir() else rel)
+                if len(entries) > self.max_entries:
+                    break
+        except OSError as exc:  # e.g. no permission to list it
+            raise ExecutorError(f"cannot list {given}: {exc.strerror or type(exc).__name__}") from None
+        return self._listing(entries, noun=("entry", "entries"), empty="(empty directory)")
 
     def glob(self, tool_input: Mapping[str, Any]) -> str:
         """``pattern`` (e.g. ``**/*.py``), optional ``path``: matching files, relative to the workspace."""
         pattern = _string(tool_input, "pattern")
         if PurePosixPath(pattern).is_absolute() or ".." in PurePosixPath(pattern).parts:
             raise ExecutorError(f"pattern {pattern!r} must be relative and must not contain '..'")
-        top = self.resolve(_string(tool_input, "path", default="."))
-        if not top.is_dir():
-            raise ExecutorError(f"{self.relative(top)} is not a directory" if top.exists() else "no such directory")
+        top = self._directory(_string(tool_input, "path", default="."))
         matches: list[str] = []
         for found in sorted(top.glob(pattern)):
             if not self._inside(found) or any(part in _SKIP_DIRS for part in found.relative_to(top).parts):
@@ -154,11 +164,12 @@ class Workspace:
             matches.append(found.relative_to(self.root).as_posix() + ("/" if found.is_dir() else ""))
             if len(matches) > self.max_entries:
                 break
-        return self._listing(matches, what="matches", empty=f"no files match {pattern!r}")
+        return self._listing(matches, noun=("match", "matches"), empty=f"no files match {pattern!r}")
 
     def search_files(self, tool_input: Mapping[str, Any]) -> str:
         """``path``, ``regex``, optional ``file_pattern``: ``file:line: text`` for each matching line."""
-        top = self.resolve(_string(tool_input, "path", default="."))
+        given = _string(tool_input, "path", default=".")
+        top = self.resolve(given)
         source = _string(tool_input, "regex")
         file_pattern = tool_input.get("file_pattern") or "*"
         if not isinstance(file_pattern, str):
@@ -172,7 +183,9 @@ class Workspace:
         elif top.is_dir():
             files = (p for p in self._walk(top, recursive=True) if p.is_file())
         else:
-            raise ExecutorError("no such file or directory")
+            raise ExecutorError(
+                f"{given} is neither a file nor a directory" if top.exists() else f"no such file or directory: {given}"
+            )
         out: list[str] = []
         for file in files:
             if not fnmatch.fnmatch(file.name, file_pattern):
@@ -192,10 +205,26 @@ class Workspace:
             if len(out) > self.max_matches:
                 break
         if len(out) > self.max_matches:
-            return "\n".join([*out[: self.max_matches], f"[stopped after {self.max_matches} matches]"])
+            stopped = f"[stopped after {_count(self.max_matches, 'match', 'matches')}]"
+            return "\n".join([*out[: self.max_matches], stopped])
         return "\n".join(out) if out else f"no matches for {source!r}"
 
     # -- helpers -------------------------------------------------------------------------------------
+
+    def _directory(self, given: str) -> Path:
+        """The resolved directory ``given`` names; refused, naming ``given``, if it is missing or a file."""
+        top = self.resolve(given)
+        if not top.is_dir():
+            raise ExecutorError(self._not_a("directory", given, top))
+        return top
+
+    @staticmethod
+    def _not_a(kind: str, given: str, resolved: Path) -> str:
+        """Why ``given`` (as the model wrote it) is not the ``kind`` ("file" or "directory") a tool needs."""
+        if not resolved.exists():
+            return f"no such {kind}: {given}"
+        actual = "a directory" if resolved.is_dir() else "a file" if resolved.is_file() else "a special file"
+        return f"{given} is {actual}, not a {kind}"
 
     def _walk(self, top: Path, *, recursive: bool) -> Iterator[Path]:
         """Entries under ``top`` in sorted order; symlinks leaving the workspace are skipped, never followed."""
@@ -212,11 +241,12 @@ class Workspace:
                 if self._inside(entry):
                     yield entry
 
-    def _listing(self, items: list[str], *, what: str, empty: str) -> str:
+    def _listing(self, items: list[str], *, noun: tuple[str, str], empty: str) -> str:
         if not items:
             return empty
         if len(items) > self.max_entries:
-            return "\n".join([*items[: self.max_entries], f"[stopped after {self.max_entries} {what}]"])
+            stopped = f"[stopped after {_count(self.max_entries, *noun)}]"
+            return "\n".join([*items[: self.max_entries], stopped])
         return "\n".join(items)
 
 

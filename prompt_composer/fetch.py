@@ -1,8 +1,8 @@
 """``fetch_tool_description``: the tool a model calls to read the full doc of a briefly described tool.
 
-The handler never raises for a bad request from the model: an unknown tool, or one the current mode does
-not allow, gets an error *result* that says why and suggests the closest allowed names, and never contains
-the refused tool's text.
+The handler never raises for a bad request from the model: malformed input, an unknown tool, or one the
+current mode does not allow, gets an error *result* (its content starts with ``Error: ``) that says why and
+suggests the closest allowed names, and never contains the refused tool's text.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def handle_fetch(
     if not isinstance(raw, str) or not raw.strip():
         return FetchResult(
             tool="",
-            content=f'{FETCH_TOOL_NAME} needs {{"name": "<tool name>"}}. '
+            content=f'Error: {FETCH_TOOL_NAME} needs {{"name": "<tool name>"}}, the tool name as a string. '
             f"Tools of mode {mode.slug!r}: {', '.join(mode.allowed)}.",
             is_error=True,
         )

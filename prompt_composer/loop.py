@@ -772,9 +772,10 @@ class Loop:
             what = "still imitated tool results instead of answering"
         else:
             what = "still asked for tools"
+        calls = len(self.result.tool_calls)
         return MaxIterationsError(
-            f"the model {what} after max_iterations={self.max_iterations} requests "
-            f"({len(self.result.tool_calls)} tool calls answered); the partial result is on .result",
+            f"the model {what} after max_iterations={self.max_iterations} "
+            f"({calls} tool call{'' if calls == 1 else 's'} answered); the partial result is on .result",
             self.result,
         )
 
@@ -803,10 +804,9 @@ def _perform(
     return observe(effect.iteration)
 
 
-def drive(
-    steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
-) -> LoopResult:
-    """Run the loop synchronously (an async executor is run to completion with ``asyncio.run``)."""
+async def _run(steps: Steps, perform: Callable[[_Effect], Any]) -> LoopResult:
+    """Perform each effect the loop yields and hand back its value, or the exception it raised (the loop decides:
+    an error result, or re-raised). An effect whose value is awaitable is awaited."""
     value: Any = None
     error: Exception | None = None
     while True:
@@ -815,30 +815,40 @@ def drive(
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         try:
-            value, error = _perform(effect, send, approve, observe), None
+            value, error = perform(effect), None
             if inspect.isawaitable(value):
-                value = asyncio.run(_awaited(value))
-        except Exception as exc:  # handed to the loop, which decides (an error result, or re-raised)
+                value = await value
+        except Exception as exc:
             value, error = None, exc
 
 
 async def drive_async(
     steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
 ) -> LoopResult:
-    """Run the loop in an event loop: every effect that returns an awaitable is awaited."""
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            effect = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            value, error = _perform(effect, send, approve, observe), None
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as exc:
-            value, error = None, exc
+    """Run the loop in an event loop: the SDK call, executors and callbacks may be coroutines."""
+    return await _run(steps, lambda effect: _perform(effect, send, approve, observe))
+
+
+def drive(
+    steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
+) -> LoopResult:
+    """Run the loop synchronously, with no event loop, so a sync client also runs inside one (a notebook).
+
+    The same driver as :func:`drive_async`, stepped by hand: every effect here returns a plain value (an async
+    executor is run to completion with ``asyncio.run`` first), so nothing the driver awaits ever suspends and one
+    ``send(None)`` runs the coroutine to its end."""
+
+    def perform(effect: _Effect) -> Any:
+        value = _perform(effect, send, approve, observe)
+        return asyncio.run(_awaited(value)) if inspect.isawaitable(value) else value
+
+    coroutine = _run(steps, perform)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("the sync tool loop was asked to wait for a coroutine")  # perform never returns one
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
@@ -846,6 +856,34 @@ async def _awaited(value: Awaitable[Any]) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ clients
+
+
+Prepare = Callable[[TaskState, Mapping[str, Any]], tuple[dict[str, Any], ComposedPrompt]]
+
+
+class ComposedNamespace:
+    """An SDK namespace (``messages``, ``chat.completions``, ``responses``) whose ``create`` / ``stream`` /
+    ``parse`` send the composed prompt (``prepare`` merges it into the caller's parameters); every other attribute
+    is the SDK's. Sync and async alike: the SDK's own return value (a coroutine, for an async client) is returned."""
+
+    def __init__(self, inner: Any, state: TaskState, prepare: Prepare) -> None:
+        self._inner = inner
+        self._state = state
+        self._prepare = prepare
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create(self, **params: Any) -> Any:
+        """The SDK's ``create`` with the composed system prompt and tools (``stream=True`` works too)."""
+        return self._inner.create(**self._prepare(self._state, params)[0])
+
+    def stream(self, **params: Any) -> Any:
+        """The SDK's ``stream`` helper (a context manager) with the composed system prompt and tools."""
+        return self._inner.stream(**self._prepare(self._state, params)[0])
+
+    def parse(self, **params: Any) -> Any:
+        return self._inner.parse(**self._prepare(self._state, params)[0])
 
 
 class ComposedClientBase:

@@ -48,6 +48,7 @@ from .loop import (
     AsyncComposedClientBase,
     Call,
     Clock,
+    ComposedNamespace,
     Reply,
     SyncComposedClient,
     TaskState,
@@ -264,60 +265,26 @@ def _saw(events: Any, clock: Clock) -> None:
 # -------------------------------------------------------------------------------------------- wrappers
 
 
-class _Passthrough:
+class ComposedChat:
+    """``client.chat`` of a composed client: its ``completions`` are composed; the rest is the SDK's."""
+
     def __init__(self, inner: Any, state: TaskState) -> None:
         self._inner = inner
-        self._state = state
+        self.completions = ComposedNamespace(inner.completions, state, prepare_chat)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
-
-
-class ComposedCompletions(_Passthrough):
-    """``client.chat.completions`` of a composed client (sync or async: the SDK's call is returned as is)."""
-
-    def create(self, **params: Any) -> Any:
-        """``chat.completions.create`` with the composed system message and tools (``stream=True`` works too)."""
-        return self._inner.create(**prepare_chat(self._state, params)[0])
-
-    def stream(self, **params: Any) -> Any:
-        return self._inner.stream(**prepare_chat(self._state, params)[0])
-
-    def parse(self, **params: Any) -> Any:
-        return self._inner.parse(**prepare_chat(self._state, params)[0])
-
-
-class ComposedChat(_Passthrough):
-    """``client.chat`` of a composed client."""
-
-    def __init__(self, inner: Any, state: TaskState) -> None:
-        super().__init__(inner, state)
-        self.completions = ComposedCompletions(inner.completions, state)
-
-
-class ComposedResponses(_Passthrough):
-    """``client.responses`` of a composed client: ``create`` / ``stream`` / ``parse`` get the composed
-    ``instructions`` and tools."""
-
-    def create(self, **params: Any) -> Any:
-        return self._inner.create(**prepare_responses(self._state, params)[0])
-
-    def stream(self, **params: Any) -> Any:
-        return self._inner.stream(**prepare_responses(self._state, params)[0])
-
-    def parse(self, **params: Any) -> Any:
-        return self._inner.parse(**prepare_responses(self._state, params)[0])
 
 
 class _Namespaces:
     _client: Any
     _state: TaskState
     chat: ComposedChat
-    responses: ComposedResponses
+    responses: ComposedNamespace
 
     def _bind(self) -> None:
         self.chat = ComposedChat(self._client.chat, self._state)
-        self.responses = ComposedResponses(self._client.responses, self._state)
+        self.responses = ComposedNamespace(self._client.responses, self._state, prepare_responses)
 
 
 class ComposedOpenAI(_Namespaces, SyncComposedClient):

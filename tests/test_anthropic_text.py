@@ -543,7 +543,7 @@ def test_cli_run_text_output_names_an_unreadable_block(
     assert code == 0
     assert captured.out == "Nothing to see.\n"
     assert "# (unreadable tool_call block) {} → error" in captured.err
-    assert "2 iterations, 1 tool calls" in captured.err
+    assert "2 iterations, 1 tool call," in captured.err
 
 
 # ------------------------------------------------------------------------------- imitated results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -144,3 +145,95 @@ def test_bad_folder_refuses_every_command(capsys: pytest.CaptureFixture[str], tm
         assert out == ""
         assert f"{tmp_path / 'broken.yaml'}:1: missing required key 'full'" in err
         assert "Traceback" not in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from prompt_composer import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"prompt-composer {__version__}\n"
+
+
+# Each subcommand that loads a registry, with the arguments it needs to get as far as loading it.
+REGISTRY_ARGV = {
+    "validate": ["validate"],
+    "modes": ["modes"],
+    "tools": ["tools"],
+    "compose": ["compose", "--mode", "x"],
+    "fetch": ["fetch", "a", "--mode", "x"],
+    "audit": ["audit"],
+    "search": ["search", "a query", "--mode", "x"],
+    "eval": ["eval", "--queries", "q.jsonl", "--mode", "x"],
+    "run": ["run", "--mode", "x", "--task", "t"],
+    "replay": ["replay"],
+    "bench": ["bench", "--tasks", "t.jsonl", "--mode", "x", "--base-url", "http://127.0.0.1:9"],
+}
+
+
+def test_every_registry_command_is_covered() -> None:
+    from prompt_composer.cli import REGISTRY_COMMANDS, build_parser
+
+    assert set(REGISTRY_ARGV) == REGISTRY_COMMANDS
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    # A new subcommand must be sorted: it loads a registry (REGISTRY_COMMANDS), or it does not.
+    assert set(subparsers.choices) - REGISTRY_COMMANDS == {"import", "model"}
+
+
+@pytest.mark.parametrize("command", sorted(REGISTRY_ARGV))
+def test_docs_is_accepted_after_the_subcommand(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "broken.yaml").write_text("name: broken\ngroup: read\nbrief: ok.\n")
+    code, out, err = run(capsys, *REGISTRY_ARGV[command], "--docs", str(tmp_path))
+    assert code == 2, err
+    assert out == ""
+    assert f"{tmp_path / 'broken.yaml'}:1: missing required key 'full'" in err  # the folder given was loaded
+
+
+def test_docs_after_the_subcommand_wins(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from prompt_composer import default_docs_dir
+
+    (tmp_path / "broken.yaml").write_text("name: broken\ngroup: read\nbrief: ok.\n")
+    shipped, broken = str(default_docs_dir()), str(tmp_path)
+    assert run(capsys, "--docs", broken, "validate", "--docs", shipped)[0] == 0
+    assert run(capsys, "--docs", shipped, "validate", "--docs", broken)[0] == 2
+    assert run(capsys, "--docs", broken, "validate")[0] == 2  # the top-level value alone still counts
+    code, out, _ = run(capsys, "audit", "--docs", shipped, "--format", "json")
+    assert code == 0 and json.loads(out)["modes"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["audit", "--help"], ["search", "--help"], ["run", "--help"]])
+def test_help_shows_docs(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    assert "--docs DIR" in capsys.readouterr().out
+
+
+def _one_tool_docs(tmp_path: Path) -> Path:
+    import shutil
+
+    from prompt_composer import default_docs_dir
+
+    docs = tmp_path / "solo"
+    (docs / "modes").mkdir(parents=True)
+    shutil.copy(default_docs_dir() / "glob.yaml", docs / "glob.yaml")
+    (docs / "modes" / "solo.yaml").write_text(
+        "slug: solo\nname: Solo\nrole: You find files.\ngroups: [read]\npermanent: [glob]\n"
+        "recent_size: 1\nbudget_tokens: 5000\n"
+    )
+    return docs
+
+
+def test_counts_of_one_are_singular(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    docs = str(_one_tool_docs(tmp_path))
+    code, out, err = run(capsys, "--docs", docs, "validate")
+    assert code == 0, err
+    assert out.startswith("ok: 1 tool, 1 mode (fingerprint ")
+    code, out, _ = run(capsys, "--docs", docs, "modes")
+    assert code == 0
+    assert out == "solo\tSolo\t1 tool, 1 permanent, recent 1, budget 5000, native\n"
+    code, out, _ = run(capsys, "validate")
+    assert code == 0 and " tools, " in out and " modes (" in out  # and plural otherwise

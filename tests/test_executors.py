@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,9 +49,9 @@ def test_read_file_numbers_lines_and_honours_ranges(tree: Path) -> None:
         ({"path": "/etc/passwd"}, "absolute"),
         ({"path": "escape.txt"}, "outside the workspace"),
         ({"path": "escape/secret.txt"}, "outside the workspace"),
-        ({"path": "missing.txt"}, "no such file"),
-        ({"path": "src"}, "not a file"),
-        ({"path": "blob.bin"}, "binary"),
+        ({"path": "missing.txt"}, "no such file: missing.txt"),
+        ({"path": "src"}, "src is a directory, not a file"),
+        ({"path": "blob.bin"}, "blob.bin is a binary file"),
         ({"path": ""}, "required"),
         ({"path": "README.md", "start_line": 0}, "integer"),
         ({"path": "README.md", "start_line": 2, "end_line": 1}, "before start_line"),
@@ -106,8 +108,56 @@ def test_search_files_finds_lines_and_stays_inside(tree: Path) -> None:
 def test_limits_are_stated_in_the_output(tree: Path) -> None:
     ws = Workspace(tree, max_entries=2, max_matches=1, max_bytes=10)
     assert ws.list_files({"path": "."}).endswith("[stopped after 2 entries]")
-    assert ws.search_files({"path": ".", "regex": "o"}).endswith("[stopped after 1 matches]")
+    assert ws.search_files({"path": ".", "regex": "o"}).endswith("[stopped after 1 match]")
     assert ws.read_file({"path": "src/b.txt"}).endswith("[truncated: the file is larger than 10 bytes]")
+
+
+def test_limits_of_one_are_singular(tree: Path) -> None:
+    ws = Workspace(tree, max_entries=1, max_bytes=1)
+    assert ws.list_files({"path": "."}).endswith("[stopped after 1 entry]")
+    assert ws.glob({"pattern": "**/*"}).endswith("[stopped after 1 match]")
+    assert ws.read_file({"path": "README.md"}).endswith("[truncated: the file is larger than 1 byte]")
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "message"),
+    [
+        # The path as the model wrote it (not normalised, not resolved), so it can tell which call failed.
+        ("read_file", {"path": "src/x.py"}, "no such file: src/x.py"),
+        ("read_file", {"path": "src/../nope/x.py"}, "no such file: src/../nope/x.py"),
+        ("read_file", {"path": "src/pkg"}, "src/pkg is a directory, not a file"),
+        ("read_file", {"path": "inner.txt", "start_line": 5}, "start_line 5 is past the end of inner.txt (2 lines)"),
+        ("list_files", {"path": "src/nope"}, "no such directory: src/nope"),
+        ("list_files", {"path": "src/b.txt"}, "src/b.txt is a file, not a directory"),
+        ("glob", {"pattern": "*.py", "path": "lib"}, "no such directory: lib"),
+        ("glob", {"pattern": "*.py", "path": "README.md"}, "README.md is a file, not a directory"),
+        ("search_files", {"path": "src/nope", "regex": "x"}, "no such file or directory: src/nope"),
+    ],
+)
+def test_refusals_name_the_path_as_given(tree: Path, tool: str, tool_input: dict[str, object], message: str) -> None:
+    with pytest.raises(ExecutorError, match=f"^{re.escape(message)}$"):
+        workspace_executors(tree)[tool](tool_input)
+
+
+def test_past_the_end_of_a_one_line_file_is_singular(tree: Path) -> None:
+    (tree / "one.txt").write_text("only\n")
+    with pytest.raises(ExecutorError, match=re.escape("past the end of one.txt (1 line)")):
+        Workspace(tree).read_file({"path": "one.txt", "start_line": 2})
+
+
+def test_an_unreadable_file_is_refused_by_its_given_path(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulated: the tests may run as root, who reads a mode-0 file anyway.
+    real_open = Path.open
+
+    def refusing_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "b.txt":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refusing_open)
+    with pytest.raises(ExecutorError, match=r"^cannot read src/\.\./src/b\.txt: Permission denied$") as caught:
+        Workspace(tree).read_file({"path": "src/../src/b.txt"})
+    assert str(tree) not in str(caught.value)  # no absolute path in what the model reads
 
 
 def test_workspace_must_exist(tmp_path: Path) -> None:

@@ -47,11 +47,21 @@ def test_refusal_suggests_close_names(mini_registry: Registry) -> None:
     assert result.content.split("closest first: ")[1].startswith("read_file")
 
 
-@pytest.mark.parametrize("tool_input", [{}, {"name": ""}, {"name": 3}, "glob", None])
+@pytest.mark.parametrize("tool_input", [{}, {"name": ""}, {"name": "  "}, {"name": 3}, {"tool": "glob"}, "glob", None])
 def test_malformed_input_is_an_error_result(mini_registry: Registry, tool_input: object) -> None:
     result = handle_fetch(mini_registry, mini_registry.mode("code"), tool_input)
     assert result.is_error
-    assert "needs" in result.content
+    assert result.content.startswith('Error: fetch_tool_description needs {"name": "<tool name>"}')
+    assert result.content.endswith(f"Tools of mode 'code': {', '.join(mini_registry.mode('code').allowed)}.")
+
+
+@pytest.mark.parametrize(
+    "tool_input", [{}, {"name": 3}, None, {"name": "no_such_tool"}, {"name": "secret_tool"}, {"name": "read_files"}]
+)
+def test_every_refusal_starts_with_error(mini_registry: Registry, tool_input: object) -> None:
+    result = handle_fetch(mini_registry, mini_registry.mode("code"), tool_input)
+    assert result.is_error
+    assert result.content.startswith("Error: ")
 
 
 def test_promotion_is_opt_in(mini_registry: Registry) -> None:

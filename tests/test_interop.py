@@ -191,7 +191,7 @@ def test_import_json_writes_docs_that_validate(tmp_path: Path, capsys: pytest.Ca
     assert data["brief_source"] == "drafted"
     code, stdout, _ = run_cli(capsys, "--docs", str(out), "validate")
     assert code == 0
-    assert stdout.startswith("ok: 1 tools, 0 modes")
+    assert stdout.startswith("ok: 1 tool, 0 modes")
     code, stdout, _ = run_cli(capsys, "--docs", str(out), "audit", "--format", "json")
     assert json.loads(stdout)["drafted_briefs"] == ["get_weather"]
 

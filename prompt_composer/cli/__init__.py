@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import LoadError, PromptComposerError
 from . import agent, bench, core, discovery, interop, local
 
@@ -18,21 +19,38 @@ __all__ = ["main"]
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
 COMMAND_MODULES = (core, interop, agent, bench, discovery, local)
 
+# The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
+REGISTRY_COMMANDS = frozenset(
+    {"validate", "modes", "tools", "compose", "fetch", "audit", "run", "replay", "bench", "search", "eval"}
+)
+
+
+def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument(
+        "--docs",
+        metavar="DIR",
+        default=default,
+        help="folder with tool YAMLs and modes/ (default: the shipped tool_docs)",
+    )
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prompt-composer",
         description="Compose coding-agent system prompts from a registry of tool docs.",
     )
-    parser.add_argument(
-        "--docs",
-        metavar="DIR",
-        default=None,
-        help="folder with tool YAMLs and modes/ (default: the shipped tool_docs)",
-    )
+    parser.add_argument("--version", action="version", version=f"prompt-composer {__version__}")
+    _add_docs_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
+    # `--docs DIR` is accepted before the subcommand and after it. The subcommand's copy has no default
+    # (SUPPRESS), so it sets args.docs only when given, and then wins over the top-level value.
+    missing = REGISTRY_COMMANDS - sub.choices.keys()
+    if missing:
+        raise RuntimeError(f"REGISTRY_COMMANDS names unregistered subcommands: {', '.join(sorted(missing))}")
+    for name in sorted(REGISTRY_COMMANDS):
+        _add_docs_option(sub.choices[name], default=argparse.SUPPRESS)
     return parser
 
 

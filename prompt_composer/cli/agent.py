@@ -14,7 +14,7 @@ from typing import Any
 from ..composer import Composer, SystemInfo
 from ..promotion import POLICIES
 from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
-from .core import loopback, positive_int, registry_of
+from .core import loopback, plural, positive_int, registry_of
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -152,17 +152,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(result.text)
     usage = result.usage
     print(
-        f"# {_count(len(result.iterations), 'iteration')}, {_count(len(result.tool_calls), 'tool call')}, "
+        f"# {plural(len(result.iterations), 'iteration')}, {plural(len(result.tool_calls), 'tool call')}, "
         f"policy {client.policy}; "
         f"tokens: input {usage.input_tokens}, output {usage.output_tokens}, cache write "
         f"{usage.cache_creation_input_tokens}, cache read {usage.cache_read_input_tokens}",
         file=sys.stderr,
     )
     return code
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -65,12 +65,19 @@ def loopback(url: str | None) -> bool:
 
 
 def registry_of(args: argparse.Namespace) -> Registry:
+    """The registry of ``--docs`` (given before or after the subcommand), else the shipped one."""
     return load_registry(args.docs)
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``1 tool``, ``2 tools``; ``plural_form`` for irregular nouns (``plural(n, "entry", "entries")``)."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     registry = registry_of(args)
-    print(f"ok: {len(registry.tools)} tools, {len(registry.modes)} modes (fingerprint {registry.fingerprint})")
+    counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
+    print(f"ok: {counts} (fingerprint {registry.fingerprint})")
     return 0
 
 
@@ -79,7 +86,7 @@ def cmd_modes(args: argparse.Namespace) -> int:
     for mode in registry.modes.values():
         c = mode.config
         print(
-            f"{c.slug}\t{c.name}\t{len(mode.allowed)} tools, {len(c.permanent)} permanent, "
+            f"{c.slug}\t{c.name}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
             f"recent {c.recent_size}, budget {c.budget_tokens}, {c.tool_style}"
         )
     return 0

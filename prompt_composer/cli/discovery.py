@@ -10,9 +10,8 @@ from typing import Any
 
 from ..discovery import render_search_result
 from ..evaluate import evaluate, load_queries
-from ..registry import load_registry
 from ..search import SearchStrategy, ToolSearch
-from .core import positive_int
+from .core import positive_int, registry_of
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
@@ -50,7 +49,7 @@ def _warn(messages: Any) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     _quiet_search_logs()
-    registry = load_registry(args.docs)
+    registry = registry_of(args)
     mode = registry.mode(args.mode)
     search = ToolSearch(registry)
     strategy: SearchStrategy | None = args.strategy
@@ -65,7 +64,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     _quiet_search_logs()
-    registry = load_registry(args.docs)
+    registry = registry_of(args)
     mode = registry.mode(args.mode)
     queries = load_queries(args.queries)
     search = ToolSearch(registry)
