@@ -43,6 +43,7 @@ from .loop import (
     AsyncComposedClientBase,
     Call,
     Clock,
+    ComposedClientBase,
     ComposedNamespace,
     Iteration,
     LoopResult,
@@ -256,30 +257,20 @@ class ComposedMessages(ComposedNamespace):
         return self._inner.count_tokens(**prepare(self._state, params, breakpoints=False)[0])
 
 
-class ComposedClient(SyncComposedClient):
+class _MessagesClient(ComposedClientBase):
+    _adapter = MessagesAdapter()
+    messages: ComposedMessages
+
+    def _bind(self) -> None:
+        self.messages = ComposedMessages(self._client.messages, self._state, prepare)
+
+
+class ComposedClient(_MessagesClient, SyncComposedClient):
     """An ``anthropic.Anthropic`` whose ``messages`` are composed for one task and mode. See :func:`wrap`."""
 
-    _adapter = MessagesAdapter()
-    messages: ComposedMessages
 
-    def __init__(self, client: anthropic.Anthropic, **options: Unpack[WrapOptions]) -> None:
-        self._attach(client, TaskState(**options))
-
-    def _bind(self) -> None:
-        self.messages = ComposedMessages(self._client.messages, self._state, prepare)
-
-
-class AsyncComposedClient(AsyncComposedClientBase):
+class AsyncComposedClient(_MessagesClient, AsyncComposedClientBase):
     """An ``anthropic.AsyncAnthropic`` whose ``messages`` are composed for one task and mode."""
-
-    _adapter = MessagesAdapter()
-    messages: ComposedMessages
-
-    def __init__(self, client: anthropic.AsyncAnthropic, **options: Unpack[WrapOptions]) -> None:
-        self._attach(client, TaskState(**options))
-
-    def _bind(self) -> None:
-        self.messages = ComposedMessages(self._client.messages, self._state, prepare)
 
 
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:

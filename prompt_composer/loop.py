@@ -896,6 +896,9 @@ class ComposedClientBase:
     _client: Any
     _state: TaskState
 
+    def __init__(self, client: Any, **options: Unpack[WrapOptions]) -> None:
+        self._attach(client, TaskState(**options))
+
     def _attach(self, client: Any, state: TaskState) -> None:
         self._client = client
         self._state = state

@@ -48,6 +48,7 @@ from .loop import (
     AsyncComposedClientBase,
     Call,
     Clock,
+    ComposedClientBase,
     ComposedNamespace,
     Reply,
     SyncComposedClient,
@@ -276,9 +277,8 @@ class ComposedChat:
         return getattr(self._inner, name)
 
 
-class _Namespaces:
-    _client: Any
-    _state: TaskState
+class _OpenAIClient(ComposedClientBase):
+    _adapter = ChatAdapter()
     chat: ComposedChat
     responses: ComposedNamespace
 
@@ -287,22 +287,12 @@ class _Namespaces:
         self.responses = ComposedNamespace(self._client.responses, self._state, prepare_responses)
 
 
-class ComposedOpenAI(_Namespaces, SyncComposedClient):
+class ComposedOpenAI(_OpenAIClient, SyncComposedClient):
     """An ``openai.OpenAI`` whose ``chat.completions`` and ``responses`` are composed for one task and mode."""
 
-    _adapter = ChatAdapter()
 
-    def __init__(self, client: openai.OpenAI, **options: Unpack[WrapOptions]) -> None:
-        self._attach(client, TaskState(**options))
-
-
-class AsyncComposedOpenAI(_Namespaces, AsyncComposedClientBase):
+class AsyncComposedOpenAI(_OpenAIClient, AsyncComposedClientBase):
     """An ``openai.AsyncOpenAI`` whose ``chat.completions`` and ``responses`` are composed for one task and mode."""
-
-    _adapter = ChatAdapter()
-
-    def __init__(self, client: openai.AsyncOpenAI, **options: Unpack[WrapOptions]) -> None:
-        self._attach(client, TaskState(**options))
 
 
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
