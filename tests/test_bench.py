@@ -197,10 +197,12 @@ def test_variant_registry_turns_discovery_on_for_that_mode_only() -> None:
 # ------------------------------------------------------------------------------------------------ CLI
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_the_command_prints_the_json_shape_of_the_issue(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    provider: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # a loopback server needs none
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     docs = tmp_path / "docs"
     (docs / "modes").mkdir(parents=True)
     for name in ("read_file", "glob"):
@@ -211,8 +213,10 @@ def test_the_command_prints_the_json_shape_of_the_issue(
     )
     path = write_tasks(tmp_path, {"id": "a", "task": "list python files", "expect": ["glob"]})
     with ScriptedMessagesServer([tool_use_reply(("glob", {"pattern": "*.py"})), text_reply("ok")]) as server:
-        code = main(["--docs", str(docs), "bench", "--tasks", str(path), "--mode", "work",
-                     "--base-url", server.base_url, "--variants", "composed", "--format", "json"])  # fmt: skip
+        url = server.base_url if provider == "anthropic" else f"{server.base_url}/v1"
+        code = main(["--docs", str(docs), "bench", "--tasks", str(path), "--mode", "work", "--provider", provider,
+                     "--base-url", url, "--variants", "composed", "--format", "json"])  # fmt: skip
+        paths = {r.path for r in server.requests}
     out, err = capsys.readouterr()
     assert code == 0
     report = json.loads(out)
@@ -221,6 +225,7 @@ def test_the_command_prints_the_json_shape_of_the_issue(
     assert list(report["variants"]) == ["composed"] and keys <= set(report["variants"]["composed"])
     assert report["variants"]["composed"]["first_tool_accuracy"] == 1.0
     assert "[composed 1/1] a: glob ok" in err  # progress on stderr
+    assert paths == {"/v1/messages" if provider == "anthropic" else "/v1/chat/completions"}
 
 
 def test_the_command_refuses_unknown_variants_and_remote_servers_without_a_key(
