@@ -280,9 +280,9 @@ class StopLoop(Exception):
 
 
 def partial_result(exc: BaseException) -> LoopResult | None:
-    """The loop's partial result attached to an error it raised: a :class:`ToolLoopError`, or an error of the
-    request itself (an SDK's ``APIError`` — 429, 5xx, timeouts … after the SDK's own retries), which carries it
-    as ``exc.loop_result``."""
+    """The loop's partial result attached to an error it raised: a :class:`ToolLoopError`, or any error raised by
+    sending a request (an SDK's ``APIError`` — 429, 5xx, timeouts … after the SDK's own retries — or a bad
+    argument), which carries it as ``exc.loop_result``."""
     if isinstance(exc, ToolLoopError):
         return exc.result
     result = getattr(exc, "loop_result", None)
@@ -599,12 +599,16 @@ class Loop:
                 with contextlib.suppress(AttributeError):
                     exc.loop_result = self.result  # type: ignore[attr-defined]
                 raise
-            reply = self.adapter.read(response)
+            latency = clock.elapsed()  # the request alone, not the approvals and executors that follow
+            try:
+                reply = self.adapter.read(response)
+            except ValueError as exc:  # e.g. an OpenAI-compatible response without a choice
+                raise ToolLoopError(f"the model's response could not be read: {exc}", self.result) from exc
             calls = self.receive(response, reply, index)
             answered: list[tuple[Call, ToolCallRecord]] = []
             for call in calls:
                 answered.append((call, (yield from self.answer(call, index))))
-            iteration = self.close(index, response, reply, prompt, answered, clock)
+            iteration = self.close(index, response, reply, prompt, answered, latency, clock.first)
             if self.observing:
                 try:
                     yield _Observe(iteration)
@@ -740,7 +744,8 @@ class Loop:
         reply: Reply,
         prompt: ComposedPrompt,
         answered: Sequence[tuple[Call, ToolCallRecord]],
-        clock: Clock,
+        latency: float,
+        first_token: float | None,
     ) -> Iteration:
         """Send the answers back: native results first (as the APIs want them), then a labelled text per
         text-style call. A text-style reply with no call that imitates a tool result is not final: the loop says
@@ -762,7 +767,7 @@ class Loop:
                     native.append(Answer(record.id, call.name, tuple(texts), record.is_error))
             self.result.messages.extend(self.adapter.answers(native, text))
         records = tuple(record for _, record in answered)
-        iteration = Iteration(index, response, reply.usage, records, prompt, clock.elapsed(), clock.first, correction)
+        iteration = Iteration(index, response, reply.usage, records, prompt, latency, first_token, correction)
         self.result.iterations.append(iteration)
         return iteration
 
@@ -774,7 +779,7 @@ class Loop:
             what = "still asked for tools"
         calls = len(self.result.tool_calls)
         return MaxIterationsError(
-            f"the model {what} after max_iterations={self.max_iterations} "
+            f"the model {what} after max_iterations={self.max_iterations} requests "
             f"({calls} tool call{'' if calls == 1 else 's'} answered); the partial result is on .result",
             self.result,
         )
@@ -804,9 +809,9 @@ def _perform(
     return observe(effect.iteration)
 
 
-async def _run(steps: Steps, perform: Callable[[_Effect], Any]) -> LoopResult:
+async def _run(steps: Steps, perform: Callable[[_Effect], Any], *, awaiting: bool) -> LoopResult:
     """Perform each effect the loop yields and hand back its value, or the exception it raised (the loop decides:
-    an error result, or re-raised). An effect whose value is awaitable is awaited."""
+    an error result, or re-raised). With ``awaiting``, an effect whose value is awaitable is awaited."""
     value: Any = None
     error: Exception | None = None
     while True:
@@ -816,7 +821,7 @@ async def _run(steps: Steps, perform: Callable[[_Effect], Any]) -> LoopResult:
             return done.value  # type: ignore[no-any-return]
         try:
             value, error = perform(effect), None
-            if inspect.isawaitable(value):
+            if awaiting and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             value, error = None, exc
@@ -826,29 +831,40 @@ async def drive_async(
     steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
 ) -> LoopResult:
     """Run the loop in an event loop: the SDK call, executors and callbacks may be coroutines."""
-    return await _run(steps, lambda effect: _perform(effect, send, approve, observe))
+    return await _run(steps, lambda effect: _perform(effect, send, approve, observe), awaiting=True)
 
 
 def drive(
     steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
 ) -> LoopResult:
-    """Run the loop synchronously, with no event loop, so a sync client also runs inside one (a notebook).
+    """Run the loop synchronously, with no event loop of its own.
 
-    The same driver as :func:`drive_async`, stepped by hand: every effect here returns a plain value (an async
-    executor is run to completion with ``asyncio.run`` first), so nothing the driver awaits ever suspends and one
-    ``send(None)`` runs the coroutine to its end."""
+    The same driver as :func:`drive_async`, stepped by hand: it awaits nothing here (an async executor or callback
+    is run to completion with ``asyncio.run`` first, which needs no running event loop: inside one, use the async
+    client), so one ``send(None)`` runs the coroutine to its end."""
 
     def perform(effect: _Effect) -> Any:
         value = _perform(effect, send, approve, observe)
-        return asyncio.run(_awaited(value)) if inspect.isawaitable(value) else value
+        if not inspect.isawaitable(value):
+            return value
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_awaited(value))
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: say why instead of a "never awaited" warning
+        raise TypeError(
+            "an async executor or callback cannot run in the sync tool loop inside a running event loop; "
+            "use the async client (AsyncAnthropic / AsyncOpenAI) and await run()"
+        )
 
-    coroutine = _run(steps, perform)
+    coroutine = _run(steps, perform, awaiting=False)
     try:
         coroutine.send(None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     coroutine.close()
-    raise RuntimeError("the sync tool loop was asked to wait for a coroutine")  # perform never returns one
+    raise RuntimeError("the sync tool loop suspended")  # unreachable: it awaits nothing
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
@@ -1008,8 +1024,8 @@ class SyncComposedClient(ComposedClientBase):
         model: str,
         max_tokens: int = 4096,
         executors: Mapping[str, ToolExecutor] | None = None,
-        approve: Callable[[PendingCall], bool] | None = None,
-        on_iteration: Callable[[Iteration], None] | None = None,
+        approve: Callable[[PendingCall], bool | Awaitable[bool]] | None = None,
+        on_iteration: Callable[[Iteration], Awaitable[None] | None] | None = None,
         max_iterations: int = 25,
         stream: bool = False,
         **params: Any,

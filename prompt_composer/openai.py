@@ -163,14 +163,23 @@ def _call(tool_call: Any) -> Call:
     try:
         arguments = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        problem = f"the arguments of the {name} call are not valid JSON ({exc.msg} at column {exc.colno})"
+        problem = f"the arguments of the {name} call are not valid JSON ({exc.msg}, column {exc.colno})"
         return Call(tool_call.id, name, {}, problem=problem)
+    if arguments is None:  # "null": no arguments
+        arguments = {}
     if not isinstance(arguments, dict):
-        kind = type(arguments).__name__
-        return Call(
-            tool_call.id, name, {}, problem=f"the arguments of the {name} call are a JSON {kind}, not an object"
-        )
+        kind = _JSON_TYPES.get(type(arguments), "not an object")
+        problem = f"the arguments of the {name} call are {kind}, not a JSON object"
+        return Call(tool_call.id, name, {}, problem=problem)
     return Call(tool_call.id, name, arguments)
+
+
+def _unsupported(tool_call: Any) -> Call:
+    name = str(getattr(getattr(tool_call, "custom", None), "name", "") or "")
+    return Call(tool_call.id, name, {}, problem=f"{tool_call.type} tool calls are not supported here")
+
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
 class ChatAdapter:
@@ -186,26 +195,19 @@ class ChatAdapter:
     def read(self, response: Any) -> Reply:
         completion = cast(ChatCompletion, response)
         if not completion.choices:
-            return Reply({"role": "assistant", "content": ""}, (), None, usage_of(completion))
+            raise ValueError("the response holds no choice")
         choice = completion.choices[0]
         text = choice.message.content or ""
-        tool_calls = [tc for tc in choice.message.tool_calls or [] if tc.type == "function"]
+        tool_calls = list(choice.message.tool_calls or [])
         # Every tool call in the assistant message must be answered before the next request, whatever the
-        # finish_reason: the API refuses a conversation with an unanswered call.
+        # finish_reason or the call's type: the API refuses a conversation with an unanswered call.
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": tc.id,
-                    "type": "function",
-                    "function": {"name": tc.function.name, "arguments": tc.function.arguments},
-                }
-                for tc in tool_calls
-            ]
+            message["tool_calls"] = [tc.model_dump(mode="json", exclude_none=True) for tc in tool_calls]
         else:
             message["content"] = text
         content: list[str | Call] = [text] if text else []
-        content += [_call(tc) for tc in tool_calls]
+        content += [_call(tc) if tc.type == "function" else _unsupported(tc) for tc in tool_calls]
         return Reply(message, tuple(content), choice.finish_reason, usage_of(completion))
 
     def answers(self, native: Sequence[Answer], text: Sequence[str]) -> list[dict[str, Any]]:
@@ -228,26 +230,47 @@ class ChatAdapter:
     def send(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any:
         if not stream:
             return client.chat.completions.create(**request)
-        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        state = _Accumulator()
         with client.chat.completions.create(**_streaming(request)) as chunks:
             for chunk in chunks:
-                _saw(state.handle_chunk(chunk), clock)
-        return _final(state)
+                state.add(chunk, clock)
+        return state.final()
 
     async def send_async(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any:
         if not stream:
             return await client.chat.completions.create(**request)
-        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        state = _Accumulator()
         async with await client.chat.completions.create(**_streaming(request)) as chunks:
             async for chunk in chunks:
-                _saw(state.handle_chunk(chunk), clock)
-        return _final(state)
+                state.add(chunk, clock)
+        return state.final()
 
 
-def _final(state: ChatCompletionStreamState[Any]) -> ChatCompletion:
-    # The snapshot, not get_final_completion(): that raises on finish_reason "length", which the loop reports as
-    # a stop reason like the non-streamed path does.
-    return state.current_completion_snapshot
+class _Accumulator:
+    """A streamed completion put back together by the SDK's own accumulator, plus what it drops: llama.cpp's
+    ``timings`` (its cache counts), which arrive on the last chunks."""
+
+    def __init__(self) -> None:
+        self.state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        self.chunks = 0
+        self.timings: Any = None
+
+    def add(self, chunk: Any, clock: Clock) -> None:
+        self.chunks += 1
+        for event in self.state.handle_chunk(chunk):
+            if event.type in ("content.delta", "refusal.delta", "tool_calls.function.arguments.delta"):
+                clock.first_content()
+        self.timings = (chunk.model_extra or {}).get("timings", self.timings)
+
+    def final(self) -> ChatCompletion:
+        if not self.chunks:
+            raise ValueError("the stream ended before its first chunk")
+        # The snapshot, not get_final_completion(): that raises on finish_reason "length", which the loop reports
+        # as a stop reason like the non-streamed path does.
+        completion = self.state.current_completion_snapshot
+        if self.timings is not None and "timings" not in (completion.model_extra or {}):
+            completion.timings = self.timings  # type: ignore[attr-defined]  # an allowed extra: usage_of reads it
+        return completion
 
 
 def _streaming(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -255,12 +278,6 @@ def _streaming(request: Mapping[str, Any]) -> dict[str, Any]:
     options = dict(request.get("stream_options") or {})
     options.setdefault("include_usage", True)
     return {**request, "stream": True, "stream_options": options}
-
-
-def _saw(events: Any, clock: Clock) -> None:
-    for event in events:
-        if event.type in ("content.delta", "refusal.delta", "tool_calls.function.arguments.delta"):
-            clock.first_content()
 
 
 # -------------------------------------------------------------------------------------------- wrappers

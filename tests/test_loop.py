@@ -125,6 +125,22 @@ class Wire:
             (m["tool_call_id"], m["content"], m["content"].startswith("Error:")) for m in tail if m["role"] == "tool"
         ]
 
+    def check_protocol(self, body: Mapping[str, Any]) -> None:
+        """Every tool call of an assistant message is answered once, in order, right after it."""
+        messages = body["messages"]
+        for index, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            if self.provider == "anthropic":
+                ids = [b["id"] for b in message["content"] if b.get("type") == "tool_use"]
+                if ids:
+                    reply = messages[index + 1]["content"]
+                    assert [b["tool_use_id"] for b in reply if b.get("type") == "tool_result"] == ids
+                continue
+            ids = [call["id"] for call in message.get("tool_calls") or []]
+            answers = list(itertools.takewhile(lambda m: m["role"] == "tool", messages[index + 1 :]))
+            assert [m["tool_call_id"] for m in answers] == ids
+
     def user_texts(self, body: Mapping[str, Any]) -> list[str]:
         """The text of the last user message (text-style results, corrections)."""
         last = body["messages"][-1]
@@ -177,7 +193,10 @@ class Agent:
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
-        return self.combo.wire.bodies(self.server)
+        bodies = self.combo.wire.bodies(self.server)
+        for body in bodies:
+            self.combo.wire.check_protocol(body)
+        return bodies
 
 
 @contextmanager
@@ -426,3 +445,17 @@ def test_tool_search_adds_the_tools_found_to_the_next_request_and_never_another_
 def test_wrap_refuses_what_is_not_an_sdk_client() -> None:
     with pytest.raises(TypeError, match=r"anthropic\.Anthropic / AsyncAnthropic or openai\.OpenAI"):
         wrap(object(), mode="code", task_id="t")
+
+
+@pytest.mark.parametrize("combo", [p for p in COMBOS if "-sync-" in str(p.id)])
+def test_an_async_executor_in_the_sync_loop_inside_an_event_loop_is_an_error_result(combo: Combo) -> None:
+    async def read(tool_input: Mapping[str, Any]) -> str:
+        return "never"
+
+    async def inside_a_loop() -> LoopResult:
+        with agent(combo, [tool_use_reply(("c1", "read_file", {"path": "a"})), text_reply("done")], mode="code") as a:
+            return a.run(executors={"read_file": read})
+
+    result = asyncio.run(inside_a_loop())
+    (call,) = result.tool_calls
+    assert call.is_error and "use the async client" in call.output and result.text == "done"

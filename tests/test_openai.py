@@ -239,3 +239,51 @@ def test_run_provider_openai_without_a_key_for_a_remote_server_is_refused(
         ["run", "--provider", "openai", "--mode", "code", "--task", "x", "--base-url", "https://example.com/v1"]
     )
     assert code == 2 and "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_a_streamed_reply_keeps_llama_cpp_timings_for_the_cache_count() -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    from prompt_composer.loop import Clock
+    from prompt_composer.openai import _Accumulator
+
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "timings": {"cache_n": 80}},
+        {**base, "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101}},
+    ]
+    state = _Accumulator()
+    clock = Clock()
+    for chunk in chunks:
+        state.add(ChatCompletionChunk.model_validate(chunk), clock)
+    usage = usage_of(state.final())
+    assert (usage.cache_read_input_tokens, usage.input_tokens) == (80, 20) and clock.first is not None
+    with pytest.raises(ValueError, match="before its first chunk"):
+        _Accumulator().final()
+
+
+def test_odd_replies_are_answered_or_refused_never_left_dangling() -> None:
+    from prompt_composer.openai import ChatAdapter
+
+    def completion(message: dict[str, Any]) -> ChatCompletion:
+        return ChatCompletion.model_validate(
+            {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", **message}}]}
+        )  # fmt: skip
+
+    calls = [
+        {"id": "a", "type": "function", "function": {"name": "glob", "arguments": "null"}},
+        {"id": "b", "type": "function", "function": {"name": "glob", "arguments": "[1]"}},
+        {"id": "c", "type": "function", "function": {"name": "glob", "arguments": '{"path": "x'}},
+        {"id": "d", "type": "custom", "custom": {"name": "grammar_tool", "input": "x"}},
+    ]
+    reply = ChatAdapter().read(completion({"content": None, "tool_calls": calls}))
+    problems = [(c.id, c.input, c.problem) for c in reply.content if not isinstance(c, str)]
+    assert problems[0] == ("a", {}, None)  # "null": no arguments
+    assert problems[1][2] == "the arguments of the glob call are an array, not a JSON object"
+    assert problems[2][2] is not None and problems[2][2].startswith("the arguments of the glob call are not valid JSON")
+    assert problems[3][2] == "custom tool calls are not supported here"
+    assert [c["id"] for c in reply.message["tool_calls"]] == ["a", "b", "c", "d"]  # all kept, all answered
+    with pytest.raises(ValueError, match="no choice"):
+        ChatAdapter().read(ChatCompletion.model_construct(choices=[]))
