@@ -141,7 +141,8 @@ def prepare(
     stable = state.stable
     caller_system = _system_blocks(out.pop("system", None))
     raw_tools = out.pop("tools", None)
-    caller_tools = [] if raw_tools is None or isinstance(raw_tools, anthropic.Omit) else list(raw_tools)
+    given = raw_tools is not None and not isinstance(raw_tools, anthropic.Omit | anthropic.NotGiven)
+    caller_tools = list(raw_tools) if given else []
     messages = list(out.get("messages") or [])
     budget = MAX_BREAKPOINTS - _count_breakpoints([caller_system, caller_tools, messages]) if breakpoints else 0
 

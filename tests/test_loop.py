@@ -459,3 +459,13 @@ def test_an_async_executor_in_the_sync_loop_inside_an_event_loop_is_an_error_res
     result = asyncio.run(inside_a_loop())
     (call,) = result.tool_calls
     assert call.is_error and "use the async client" in call.output and result.text == "done"
+
+
+def test_anthropic_tools_not_given_means_no_caller_tools() -> None:
+    with ScriptedMessagesServer([text_reply("ok")]) as server:
+        sdk = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        with wrap(sdk, composer=COMPOSER, mode="code", task_id="t") as client:
+            client.messages.create(model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "x"}],
+                                   tools=anthropic.NOT_GIVEN)  # fmt: skip
+        (body,) = WIRES["anthropic"].bodies(server)
+    assert [t["name"] for t in body["tools"]] == [t["name"] for t in COMPOSER.compose("code").tools]
