@@ -34,6 +34,7 @@ from .errors import (
     LocalModelError,
     Problem,
     PromptComposerError,
+    SessionStoreError,
     UnknownModeError,
     UnknownToolError,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "SearchResult",
     "Selection",
     "SessionStore",
+    "SessionStoreError",
     "StopLoop",
     "SystemInfo",
     "TaskSession",

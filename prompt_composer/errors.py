@@ -9,7 +9,8 @@
     ├── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
     ├── InputFileError       a query, trace or bench task file is unreadable or has a malformed line (path:line)
     ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
-    └── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
+    ├── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
+    └── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
 
 Errors carry their context as attributes so callers never parse messages.
 """
@@ -28,6 +29,7 @@ __all__ = [
     "LocalModelError",
     "Problem",
     "PromptComposerError",
+    "SessionStoreError",
     "UnknownModeError",
     "UnknownToolError",
 ]
@@ -103,3 +105,22 @@ class EmbeddingUnavailable(PromptComposerError):
 
 class LocalModelError(PromptComposerError):
     """The local model could not be set up or started (offline, a hash mismatch, a missing runtime …)."""
+
+
+class SessionStoreError(PromptComposerError):
+    """A shared session store failed an operation: unreachable, too slow (its socket timeout), too contended, or
+    holding data that is not a session. The task's stored state is never half-written: an update that raised was
+    either applied whole or not at all (``applied`` is ``False`` when it surely was not, ``None`` when unknown).
+
+    ``store`` names the store (its URL, without password), ``operation`` the session operation (``record_use``,
+    ``history`` …), ``task_id`` the task."""
+
+    def __init__(
+        self, message: str, *, store: str, operation: str, task_id: str | None = None, applied: bool | None = False
+    ) -> None:
+        self.store = store
+        self.operation = operation
+        self.task_id = task_id
+        self.applied = applied
+        task = f" of task {task_id!r}" if task_id is not None else ""
+        super().__init__(f"session store {store}: {operation}{task} failed: {message}")

@@ -424,7 +424,7 @@ class TaskState:
         if self.policy == "every_turn" or self.discovery:
             return self.composer.compose(self.mode, session)
         key = f"{self.registry.fingerprint}/{self.mode.slug}"
-        return session.pinned_prompt(key, lambda: self.composer.compose(self.mode, session))
+        return session.pinned_prompt(key, self.composer, self.mode)
 
     def composed_tools(self, prompt: ComposedPrompt, taken: Iterable[str | None]) -> list[dict[str, Any]]:
         """The composed tool definitions to send after the caller's (``taken`` names win), in the composer's

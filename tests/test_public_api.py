@@ -35,6 +35,7 @@ PUBLIC = {
     "SearchResult",
     "Selection",
     "SessionStore",
+    "SessionStoreError",
     "SystemInfo",
     "TaskSession",
     "TiktokenCounter",

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prompt_composer import InMemorySessionStore, Registry, TaskSession
+from prompt_composer import Composer, InMemorySessionStore, Registry, TaskSession
+from prompt_composer.session import PinnedPrompt, SessionData
+
+from .conftest import make_mode
 
 TOOLS = ["read_file", "list_files", "glob", "write_to_file", "apply_diff", "execute_command", "secret_tool"]
 uses = st.lists(st.sampled_from(TOOLS), max_size=40)
@@ -126,3 +131,114 @@ def test_concurrent_record_use_on_one_session_loses_nothing() -> None:
     for t in threads:
         t.join()
     assert sorted(session.history()) == sorted(names)
+
+
+# ------------------------------------------------------------------- the task state as plain data
+
+names = st.lists(st.sampled_from(TOOLS), max_size=8)
+
+
+@given(uses, names, names, st.dictionaries(st.text(max_size=20), st.tuples(names, names), max_size=3))
+def test_session_data_survives_json(
+    history: list[str], discovered: list[str], expanded: list[str], pins: dict[str, tuple[list[str], list[str]]]
+) -> None:
+    data = SessionData(
+        reference_fifo(history),
+        list(dict.fromkeys(discovered)),
+        list(dict.fromkeys(expanded)),
+        {key: PinnedPrompt("f00d", "code", tuple(r), tuple(d)) for key, (r, d) in pins.items()},
+    )
+    assert SessionData.from_dict(json.loads(json.dumps(data.to_dict()))) == data
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([], "must be an object"),
+        ({"history": []}, "unsupported session data version None"),
+        ({"version": 2}, "unsupported session data version 2"),
+        ({"version": 1, "history": "glob"}, "history must be a list of strings"),
+        ({"version": 1, "expanded": [1]}, "expanded must be a list of strings"),
+        ({"version": 1, "pinned": []}, "pinned must be an object"),
+        ({"version": 1, "pinned": {"k": {"mode": "code"}}}, "string fingerprint and mode"),
+        ({"version": 1, "pinned": {"k": {"fingerprint": "f", "mode": "m", "recent": [None]}}}, "pinned recent"),
+    ],
+)
+def test_malformed_session_data_is_refused(value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SessionData.from_dict(value)
+
+
+def test_a_session_is_its_data() -> None:
+    session = TaskSession("t", history_limit=2)
+    session.record_uses(["glob", "list_files", "read_file"])
+    session.discover(["glob"])
+    session.mark_expanded("glob")
+    snapshot = session.snapshot()
+    assert snapshot == SessionData(["list_files", "read_file"], ["glob"], ["glob"], {})
+    session.record_use("apply_diff")
+    assert snapshot.history == ["list_files", "read_file"]  # a copy
+
+
+def test_a_pin_holds_what_the_prompt_was_composed_from(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    code = mini_registry.mode("code")
+    session = TaskSession("t")
+    session.record_uses(["glob", "write_to_file", "read_file", "execute_command"])
+    session.discover(["glob", "secret_tool"])
+    composed_now = composer.compose(code, session)
+    key = f"{mini_registry.fingerprint}/code"
+    assert session.pinned(key) is None
+    prompt = session.pinned_prompt(key, composer, code)
+    assert prompt is composed_now  # the composer's cache: the same inputs, the same prompt
+    pin = session.pinned(key)
+    assert pin == PinnedPrompt(mini_registry.fingerprint, "code", ("write_to_file", "execute_command"), ("glob",))
+    session.record_uses(["apply_diff", "list_files"])
+    assert session.pinned_prompt(key, composer, code) is prompt
+    # Another composer (cold cache) recomposes it from the pin alone, byte-identical.
+    again = pin.compose(Composer(mini_registry)) if pin is not None else None
+    assert again is not None and again is not prompt
+    assert json.dumps(again.as_dict()) == json.dumps(prompt.as_dict())
+    assert session.pin(key, fingerprint="other", mode=mini_registry.mode("ask")) == pin  # the first pin wins
+
+
+def test_a_discovery_mode_pin_recomposes_the_discovered_tools(mini_registry: Registry) -> None:
+    registry = Registry.from_docs(list(mini_registry.tools.values()), [make_mode("find", discovery=True)])
+    composer = Composer(registry)
+    find = registry.mode("find")
+    session = TaskSession("t")
+    session.discover(["glob", "execute_command", "write_to_file"])  # execute_command: not in the mode
+    pin = session.pin("k", fingerprint=registry.fingerprint, mode=find)
+    assert pin.discovered == ("glob", "write_to_file")
+    session.discover(["apply_diff"])
+    assert pin.compose(composer).discovered == ("glob", "write_to_file")
+    assert pin.compose(composer) == composer.compose_discovery(find, ["glob", "write_to_file"])
+
+
+def test_concurrent_pins_agree(mini_registry: Registry) -> None:
+    composer = Composer(mini_registry)
+    code = mini_registry.mode("code")
+    session = TaskSession("t")
+    seen: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        session.record_use(["glob", "apply_diff", "list_files", "write_to_file"][i % 4])
+        seen.append(session.pinned_prompt("k", composer, code))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 8
+    assert all(p == seen[0] for p in seen)  # one pin; equal prompts (identical once the composer's cache has it)
+    assert session.pinned_prompt("k", composer, code) is session.pinned_prompt("k", composer, code)
+
+
+def test_the_in_memory_store_bounds_discovery() -> None:
+    session = InMemorySessionStore(discovery_limit=1).get("t")
+    assert session.discover(["glob", "list_files"]) == ("glob",)
+    with pytest.raises(ValueError, match="discovery_limit"):
+        TaskSession(discovery_limit=-1)
