@@ -255,7 +255,7 @@ class ComposedMessages(ComposedNamespace):
 
     def count_tokens(self, **params: Any) -> Any:
         """``Messages.count_tokens`` for the request as it would be sent (no breakpoints added)."""
-        return self._inner.count_tokens(**prepare(self._state, params, breakpoints=False)[0])
+        return self._inner.count_tokens(**prepare(self._state.bound(), params, breakpoints=False)[0])
 
 
 class _MessagesClient(ComposedClientBase):

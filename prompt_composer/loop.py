@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import json
 import threading
@@ -89,6 +90,7 @@ from .discovery import (
 from .errors import PromptComposerError
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, handle_fetch
+from .live import LiveRegistry
 from .modes import Mode
 from .promotion import DEFAULT_POLICY, POLICIES, Policy, inline_text
 from .registry import Registry, load_registry
@@ -330,13 +332,17 @@ class WrapOptions(TypedDict, total=False):
     search); ``call_tool=True`` adds the ``call_tool`` tool and lets the loop answer it. ``system_info`` (e.g.
     ``SystemInfo.detect(root)``) fills the system information section; without it there is none.
     ``baseline=True`` sends what an agent without prompt-composer sends (every allowed tool in full, no fetch
-    tool) on every request, for A/B runs such as ``prompt-composer bench``.
+    tool) on every request, for A/B runs such as ``prompt-composer bench``. ``registry`` may be a
+    :class:`~prompt_composer.live.LiveRegistry`: each request then composes from its current version, except that
+    a task whose prompt is pinned (``task_start`` / ``inline``) keeps the version it was pinned on while the
+    live registry keeps it (the last ``keep`` versions); the tool calls of a response are checked against the
+    version its request was composed from.
     """
 
     mode: Required[str]
     task_id: Required[str]
     composer: Composer | None
-    registry: Registry | None
+    registry: Registry | LiveRegistry | None
     store: SessionStore | None
     policy: Policy | None
     search: ToolSearch | None
@@ -354,7 +360,7 @@ class TaskState:
         mode: str,
         task_id: str,
         composer: Composer | None = None,
-        registry: Registry | None = None,
+        registry: Registry | LiveRegistry | None = None,
         store: SessionStore | None = None,
         policy: Policy | None = None,
         search: ToolSearch | LazySearch | None = None,
@@ -362,6 +368,11 @@ class TaskState:
         system_info: SystemInfo | None = None,
         baseline: bool = False,
     ) -> None:
+        self.live = registry if isinstance(registry, LiveRegistry) else None
+        if isinstance(registry, LiveRegistry):
+            if composer is not None:
+                raise ValueError("give a LiveRegistry or a composer, not both")
+            composer, registry = registry.composer, None
         if composer is None:
             composer = Composer(registry if registry is not None else load_registry())
         elif registry is not None and registry is not composer.registry:
@@ -370,6 +381,7 @@ class TaskState:
             composer = composer.with_context(system_info=system_info)
         if policy is not None and policy not in POLICIES:
             raise ValueError(f"unknown promotion policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        self.system_info = system_info
         self.composer = composer
         self.registry = composer.registry
         self.mode: Mode = self.registry.mode(mode)
@@ -379,19 +391,37 @@ class TaskState:
         self.searcher = search if isinstance(search, LazySearch) else LazySearch(self.registry, search)
         self.call_tool = call_tool
         self.baseline = baseline
+        # Per registry version (a LiveRegistry's): its composer with this state's context, and its search.
+        self._versions: dict[str, tuple[Composer, LazySearch]] = {self.registry.fingerprint: (composer, self.searcher)}
 
     def derive(self, *, task_id: str | None, mode: str | None, policy: Policy | None) -> TaskState:
-        return TaskState(
-            composer=self.composer,
-            registry=None,
-            mode=mode or self.mode.slug,
-            task_id=task_id if task_id is not None else self.task_id,
-            store=self.store,
-            policy=policy if policy is not None else self.explicit_policy,
-            search=self.searcher,
-            call_tool=self.call_tool,
-            baseline=self.baseline,
-        )
+        other = copy.copy(self)
+        other.task_id = task_id if task_id is not None else self.task_id
+        other.explicit_policy = policy if policy is not None else self.explicit_policy
+        other.mode = self.registry.mode(mode or self.mode.slug)
+        return other
+
+    def bound(self, session: TaskSession | None = None) -> TaskState:
+        """The state one request runs on. With a LiveRegistry: the registry version the task's pinned prompt was
+        composed from (``task_start`` / ``inline``) while the live registry keeps it, else its current version.
+        Without one: this state."""
+        if self.live is None:
+            return self
+        version = self.live.composer
+        if self.pins:
+            pin = (session or self.session).pinned(self._pin_key)
+            kept = self.live.version(pin.fingerprint) if pin is not None else None
+            version = kept or version
+        if version.registry is self.registry:
+            return self
+        if version.registry.fingerprint not in self._versions:
+            contextual = version.with_context(system_info=self.system_info) if self.system_info else version
+            self._versions[version.registry.fingerprint] = (contextual, LazySearch(version.registry, None))
+        other = copy.copy(self)
+        other.composer, other.searcher = self._versions[version.registry.fingerprint]
+        other.registry = version.registry
+        other.mode = version.registry.mode(self.mode.slug)
+        return other
 
     @property
     def discovery(self) -> bool:
@@ -404,6 +434,17 @@ class TaskState:
     @property
     def session(self) -> TaskSession:
         return self.store.get(self.task_id)
+
+    @property
+    def pins(self) -> bool:
+        """Whether the task's prompt is pinned at task start (``task_start`` / ``inline``, not discovery)."""
+        return not self.baseline and not self.discovery and self.policy != "every_turn"
+
+    @property
+    def _pin_key(self) -> str:
+        # A live registry's versions share one pin per mode (the pin records its version's fingerprint); a fixed
+        # registry pins per fingerprint, so another registry over the same store composes its own.
+        return f"live/{self.mode.slug}" if self.live is not None else f"{self.registry.fingerprint}/{self.mode.slug}"
 
     @property
     def stable(self) -> bool:
@@ -421,10 +462,12 @@ class TaskState:
         # found, so it is recomposed under every policy: it changes only when a search adds tools, and then only
         # at the end of the composed tools (before tool_search / fetch) and of the system prompt; the prefix
         # before the discovered tools stays byte-identical (composing is pure and cached per discovered set).
-        if self.policy == "every_turn" or self.discovery:
+        if not self.pins:
             return self.composer.compose(self.mode, session)
-        key = f"{self.registry.fingerprint}/{self.mode.slug}"
-        return session.pinned_prompt(key, self.composer, self.mode)
+        pin = session.pin(self._pin_key, fingerprint=self.registry.fingerprint, mode=self.mode)
+        if pin.fingerprint != self.registry.fingerprint:  # its live version is no longer kept: same views, new docs
+            pin = replace(pin, fingerprint=self.registry.fingerprint)
+        return pin.compose(self.composer, self.mode)
 
     def composed_tools(self, prompt: ComposedPrompt, taken: Iterable[str | None]) -> list[dict[str, Any]]:
         """The composed tool definitions to send after the caller's (``taken`` names win), in the composer's
@@ -568,8 +611,8 @@ class Loop:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         self.adapter = adapter
-        self.state = state
-        self.text_style = state.mode.config.tool_style == "text"
+        self.base = state
+        self.state = state  # this iteration's: bound to one registry version from its request to its answers
         self.session = state.session  # composed from and recorded into, even if the store evicts the task
         self.executors = dict(executors or {})
         self.max_iterations = max_iterations
@@ -577,17 +620,28 @@ class Loop:
         self.approving = approving
         self.observing = observing
         self.caller_tools = {tool_name(t) for t in self.params.get("tools") or []}
-        # The tools the loop answers itself (a caller's tool of the same name is the caller's).
-        self.searching = state.discovery and TOOL_SEARCH_NAME not in self.caller_tools
-        self.unwrapping = state.call_tool and CALL_TOOL_NAME not in self.caller_tools
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
         self.result = LoopResult(messages=initial)
 
+    @property
+    def text_style(self) -> bool:
+        return self.state.mode.config.tool_style == "text"
+
+    # The tools the loop answers itself (a caller's tool of the same name is the caller's).
+    @property
+    def searching(self) -> bool:
+        return self.state.discovery and TOOL_SEARCH_NAME not in self.caller_tools
+
+    @property
+    def unwrapping(self) -> bool:
+        return self.state.call_tool and CALL_TOOL_NAME not in self.caller_tools
+
     def steps(self, *, model: str, max_tokens: int, stream: bool) -> Steps:
         """The loop: request → tool calls → results, until the model answers without a call."""
         for index in range(1, self.max_iterations + 1):
+            self.state = self.base.bound(self.session)
             params = {**self.params, "messages": self.result.messages}
             request, prompt = self.adapter.loop_request(
                 self.state, params, model=model, max_tokens=max_tokens, session=self.session
@@ -892,14 +946,14 @@ class ComposedNamespace:
 
     def create(self, **params: Any) -> Any:
         """The SDK's ``create`` with the composed system prompt and tools (``stream=True`` works too)."""
-        return self._inner.create(**self._prepare(self._state, params)[0])
+        return self._inner.create(**self._prepare(self._state.bound(), params)[0])
 
     def stream(self, **params: Any) -> Any:
         """The SDK's ``stream`` helper (a context manager) with the composed system prompt and tools."""
-        return self._inner.stream(**self._prepare(self._state, params)[0])
+        return self._inner.stream(**self._prepare(self._state.bound(), params)[0])
 
     def parse(self, **params: Any) -> Any:
-        return self._inner.parse(**self._prepare(self._state, params)[0])
+        return self._inner.parse(**self._prepare(self._state.bound(), params)[0])
 
 
 class ComposedClientBase:
@@ -964,7 +1018,8 @@ class ComposedClientBase:
 
     @property
     def mode(self) -> Mode:
-        return self._state.mode
+        """The mode as the next request will see it (a LiveRegistry's version, see :meth:`TaskState.bound`)."""
+        return self._state.bound().mode
 
     @property
     def task_id(self) -> str:
@@ -981,7 +1036,7 @@ class ComposedClientBase:
 
     def prompt(self) -> ComposedPrompt:
         """The composed prompt the next request will carry."""
-        return self._state.prompt()
+        return self._state.bound().prompt()
 
     def reset_task(self) -> TaskSession:
         """Start this task afresh: empty FIFO, no pinned prompt, nothing expanded."""
@@ -993,14 +1048,15 @@ class ComposedClientBase:
 
     def answer_fetch(self, tool_input: Mapping[str, Any] | Any) -> FetchResult:
         """Answer a ``fetch_tool_description`` call in this mode (same access check as everything else)."""
-        return answer_fetch(self._state, self._state.session, tool_input)
+        return answer_fetch(self._state.bound(), self._state.session, tool_input)
 
     def answer_tool_search(self, tool_input: Mapping[str, Any] | Any) -> SearchToolResult:
         """Answer a ``tool_search`` call (discovery modes): the tools found join this task's tool list from the
         next request on. Outside a discovery mode the result is an error."""
-        if not self._state.discovery:
-            return SearchToolResult(f"Error: mode {self._state.mode.slug!r} has no {TOOL_SEARCH_NAME}.", True)
-        return handle_tool_search(self._state.searcher.get(), self._state.mode, tool_input, session=self._state.session)
+        state = self._state.bound()
+        if not state.discovery:
+            return SearchToolResult(f"Error: mode {state.mode.slug!r} has no {TOOL_SEARCH_NAME}.", True)
+        return handle_tool_search(state.searcher.get(), state.mode, tool_input, session=state.session)
 
 
 class SyncComposedClient(ComposedClientBase):

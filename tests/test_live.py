@@ -146,3 +146,41 @@ def test_eight_threads_compose_while_docs_are_edited_and_broken(tmp_path: Path) 
             thread.join()
     assert failures == [] and mixed == []
     assert len(seen) > 5 and not any(f"V{v}" in seen for v in range(3, 31, 3))  # broken versions never served
+
+
+# ------------------------------------------------------------------------------------- in the tool loop
+
+
+def test_a_pinned_task_keeps_its_version_across_a_reload_and_a_new_task_gets_the_new_one(tmp_path: Path) -> None:
+    import anthropic
+
+    from prompt_composer import wrap
+    from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
+
+    write_docs(tmp_path, 1)
+    live = LiveRegistry(tmp_path)
+    script = [text_reply("a"), text_reply("b"), text_reply("c"), text_reply("d"),
+              tool_use_reply(("x", "beta", {"path": "p"})), text_reply("e")]  # fmt: skip
+    with ScriptedMessagesServer(script) as server:
+        sdk = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        pinned = wrap(sdk, registry=live, mode="work", task_id="old", policy="inline")
+        fifo = pinned.for_task("fifo", policy="every_turn")
+        ask = [{"role": "user", "content": "hi"}]
+        pinned.messages.create(model="m", max_tokens=9, messages=ask)
+        fifo.messages.create(model="m", max_tokens=9, messages=ask)
+        write_docs(tmp_path, 2)
+        (tmp_path / "beta.yaml").unlink()  # version 2 has no beta
+        assert live.reload().swapped
+        pinned.messages.create(model="m", max_tokens=9, messages=ask)
+        fifo.messages.create(model="m", max_tokens=9, messages=ask)
+        # The pinned task still runs on version 1: beta is its tool, so the call is executed.
+        result = pinned.run("use beta", model="m", executors={"beta": lambda _: "ran"})
+        fresh = pinned.for_task("new")
+        assert "beta" not in fresh.mode.allowed and versions_in(fresh.prompt().system) == {"V2"}
+        sdk.close()
+        bodies = [r.body for r in server.requests]
+    systems = ["".join(b["text"] for b in body["system"]) for body in bodies]
+    assert versions_in(systems[0]) == versions_in(systems[2]) == {"V1"}  # pinned: byte-identical prompt kept
+    assert systems[0] == systems[2] and bodies[0]["tools"] == bodies[2]["tools"]
+    assert versions_in(systems[1]) == {"V1"} and versions_in(systems[3]) == {"V2"}  # every_turn follows
+    assert [(c.name, c.executed) for c in result.tool_calls] == [("beta", True)]
