@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -147,14 +148,14 @@ def test_past_the_end_of_a_one_line_file_is_singular(tree: Path) -> None:
 
 def test_an_unreadable_file_is_refused_by_its_given_path(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Simulated: the tests may run as root, who reads a mode-0 file anyway.
-    real_open = Path.open
+    real_open = os.open
 
-    def refusing_open(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "b.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def refusing_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if path == "b.txt":
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", refusing_open)
+    monkeypatch.setattr(os, "open", refusing_open)
     with pytest.raises(ExecutorError, match=r"^cannot read src/\.\./src/b\.txt: Permission denied$") as caught:
         Workspace(tree).read_file({"path": "src/../src/b.txt"})
     assert str(tree) not in str(caught.value)  # no absolute path in what the model reads
@@ -175,3 +176,42 @@ def test_a_symlink_loop_is_skipped_by_walks_and_refused_by_reads(tree: Path) -> 
         tools["read_file"]({"path": "loop"})
     with pytest.raises(ExecutorError, match="cannot be resolved"):
         tools["read_file"]({"path": "a\0b"})
+
+
+@pytest.mark.parametrize(
+    "pattern", ["*", "**/*.py", "src/*", "*/*.txt", "src/**", "**/pkg/*", "s?c/[a-c].[tx]xt", "**/*", "*/**/*.py"]
+)
+def test_glob_matches_what_pathlib_matches(tree: Path, pattern: str) -> None:
+    # The walk is the executors' own (bounded, confined), the matching pathlib's: the same paths, minus the
+    # skipped folders and the links that leave.
+    left_out = {".git", "escape", "escape.txt"}
+    expected = [
+        p.relative_to(tree).as_posix() + ("/" if p.is_dir() else "")
+        for p in sorted(tree.glob(pattern))
+        if not left_out & set(p.relative_to(tree).parts)
+    ]
+    assert Workspace(tree).glob({"pattern": pattern}).splitlines() == expected
+
+
+def test_a_final_double_star_matches_directories_only(tree: Path) -> None:
+    assert Workspace(tree).glob({"pattern": "**"}) == "src/\nsrc/pkg/"
+    with pytest.raises(ExecutorError, match="names no files"):
+        Workspace(tree).glob({"pattern": "./"})
+
+
+def test_every_output_is_bounded_by_max_chars(tree: Path) -> None:
+    (tree / "many.txt").write_text("x\n" * 1000)
+    ws = Workspace(tree, max_chars=100)
+    lines = ws.read_file({"path": "many.txt"}).splitlines()
+    assert lines[-2:] == [
+        "  11 | x",
+        "[cut after 11 lines: output is limited to 100 characters; read on with start_line 12]",
+    ]
+    assert ws.read_file({"path": "many.txt", "start_line": 12}).startswith("  12 | x\n  13 | x\n")
+    ws = Workspace(tree, max_chars=20)
+    assert ws.list_files({"path": ".", "recursive": True}) == (
+        "README.md\nblob.bin\n[cut after 2 lines: output is limited to 20 characters]"
+    )
+    assert Workspace(tree, max_chars=30).search_files({"path": ".", "regex": "main"}) == (
+        "README.md:2: main entry\n[cut after 1 line: output is limited to 30 characters]"
+    )
