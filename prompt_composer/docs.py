@@ -81,6 +81,10 @@ class ToolDoc(BaseModel):
     hint: str | None = None
     brief_source: Literal["human", "drafted"] = "human"
     origin: Origin | None = None
+    # Security findings that hold this tool back (rule ids of prompt_composer.security). While non-empty the tool
+    # is quarantined: no mode allows it, so it is never listed, fetched, found or called. Importers set it; a
+    # person clears it by deleting the key after reviewing the doc.
+    quarantine: tuple[str, ...] = ()
 
     @field_validator("brief")
     @classmethod
@@ -119,9 +123,22 @@ class ToolDoc(BaseModel):
             raise ValueError("queries must be non-empty strings")
         return queries
 
+    @field_validator("quarantine")
+    @classmethod
+    def _rule_ids(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [r for r in rules if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", r)]
+        if bad:
+            raise ValueError(f"quarantine lists security rule ids (like hidden-markup); got {bad[0]!r}")
+        return rules
+
     @property
     def parameters(self) -> tuple[str, ...]:
         return tuple(self.input_schema.get("properties", {}))
+
+    @property
+    def quarantined(self) -> bool:
+        """Held back by a security finding until a person reviews it: no mode allows a quarantined tool."""
+        return bool(self.quarantine)
 
 
 # --- YAML with line numbers -------------------------------------------------------------------------

@@ -13,6 +13,15 @@ What the importer wrote last time is recorded in ``<folder>/.import-state.json``
 hash of the brief and of the full text as written. A doc whose text no longer hashes to the record was edited
 by a person and is kept; one that still does is regenerated. Hashing what was *written* (rather than
 re-deriving it from the old upstream definition) keeps the merge right even when the drafting rules change.
+
+Tool poisoning: every imported doc goes through the security lint (:mod:`prompt_composer.security`). Drafted
+briefs never carry an upstream's orders (hidden markup and invisible characters are stripped, sentences that
+address the model dropped). A doc with a finding at ``QUARANTINE_SEVERITY`` or above is still written, but
+*quarantined*: ``quarantine: [rule ids]`` (with a comment on top of the file saying why and how to clear it), and
+no mode allows it. The import report lists each quarantined tool with its findings at ``path:line``. A person
+clears a quarantine by reviewing the file and deleting the ``quarantine:`` key; the state file records (under
+``scan``) a hash of what upstream sent, so a re-import leaves a cleared doc alone while that is unchanged and
+scans it again when upstream changes it (a "rug pull").
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +44,18 @@ import yaml
 from .docs import BRIEF_MAX_WORDS, NAME_PATTERN, Origin, ToolDoc
 from .errors import ImporterError, LoadError
 from .registry import Registry, load_registry
+from .security import (
+    QUARANTINE_SEVERITY,
+    Finding,
+    at_least,
+    clean_prose,
+    escape_invisible,
+    full_size_limit,
+    quarantine_rules,
+    scan,
+    scan_text,
+    sibling_names,
+)
 
 __all__ = [
     "STATE_FILE",
@@ -264,11 +285,19 @@ def _mentions_parameter(sentence: str, parameters: Iterable[str]) -> bool:
     return False
 
 
-def draft_brief(tool: UpstreamTool, *, server: str = "") -> str:
-    """A brief drafted from the description: its opening sentences without parameter details, ≤ 60 words."""
+def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str] = ()) -> str:
+    """A brief drafted from the description: its opening sentences without parameter details, ≤ 60 words.
+
+    An upstream's orders to the model are not carried over: markup that hides text (comments, ``<IMPORTANT>``
+    blocks with their content, hidden elements) and invisible characters are stripped first, and every
+    sentence the security lint flags at ``QUARANTINE_SEVERITY`` or above (see :mod:`prompt_composer.security`)
+    is dropped. ``siblings`` are the names of the server's other tools (calling one first is no finding).
+    """
     parameters = tuple(tool.input_schema.get("properties", {}))
-    prose = _lead_prose(tool.description)
-    sentences = _sentences(prose)
+    siblings = tuple(siblings)
+    prose = _lead_prose(clean_prose(tool.description))
+    found = _sentences(prose)
+    sentences = [s for s in found if not _addresses_model(s, siblings)]
     kept = [s for s in sentences if not _mentions_parameter(s, parameters)] or sentences[:1]
     chosen: list[str] = []
     words = 0
@@ -280,8 +309,10 @@ def draft_brief(tool: UpstreamTool, *, server: str = "") -> str:
         words += n
     brief = _BOLD.sub(r"\1", " ".join(chosen)).replace("`", "").strip()
     if not brief:
-        label = tool.title or tool.name
+        label = clean_prose(tool.title or "") or tool.name
         where = f" of the {server} server" if server else ""
+        if found:  # every sentence addressed the model
+            return f"The {label} tool{where}; its upstream description needs review before use."
         return f"The {label} tool{where}; its upstream definition has no description."
     if len(brief.split()) > BRIEF_MAX_WORDS:
         brief = " ".join(brief.split()[:_BRIEF_TARGET_WORDS]).rstrip(",;:") + " …"
@@ -290,6 +321,11 @@ def draft_brief(tool: UpstreamTool, *, server: str = "") -> str:
     elif brief.endswith(":"):
         brief = brief[:-1] + "."
     return brief
+
+
+def _addresses_model(sentence: str, siblings: Sequence[str]) -> bool:
+    """Whether the lint flags ``sentence`` at quarantine severity (an order to the model, a hidden character …)."""
+    return any(at_least(m.severity, QUARANTINE_SEVERITY) for m in scan_text(sentence, siblings=siblings))
 
 
 def _type_label(schema: Any, depth: int = 0) -> str:
@@ -404,8 +440,10 @@ def tool_docs_from_upstream(
     """One drafted tool doc per upstream tool; two originals mapping to one name (or file) are an error."""
     by_name: dict[str, str] = {}
     docs: list[ToolDoc] = []
+    names = {tool.name: api_name(tool.name, prefix=prefix) for tool in tools}
     for tool in tools:
-        name = api_name(tool.name, prefix=prefix)
+        name = names[tool.name]
+        siblings = [n for original, mapped in names.items() if original != tool.name for n in (original, mapped)]
         clash = by_name.get(name.casefold())
         if clash is not None:
             raise ImporterError(
@@ -418,7 +456,7 @@ def tool_docs_from_upstream(
                 ToolDoc(
                     name=name,
                     group=group,
-                    brief=draft_brief(tool, server=server),
+                    brief=draft_brief(tool, server=server, siblings=siblings),
                     full=render_full(tool, name),
                     input_schema=tool.input_schema,
                     brief_source="drafted",
@@ -448,7 +486,18 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 _Dumper.add_representer(str, _represent_str)
 
-_KEY_ORDER = ("name", "group", "brief_source", "origin", "brief", "full", "input_schema", "queries", "hint")
+_KEY_ORDER = (
+    "name",
+    "group",
+    "quarantine",
+    "brief_source",
+    "origin",
+    "brief",
+    "full",
+    "input_schema",
+    "queries",
+    "hint",
+)
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
@@ -456,10 +505,25 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
     return yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000)
 
 
+def quarantine_comment(rules: Sequence[str]) -> str:
+    """The comment a quarantined doc's YAML file starts with: why, and how a person clears it."""
+    return (
+        f"# QUARANTINED by prompt-composer import: the security lint flagged text that addresses the model\n"
+        f"# ({', '.join(rules)}). No mode allows this tool until a person clears it:\n"
+        "#   1. see each finding with its line: prompt-composer --docs <this folder> audit --security\n"
+        "#   2. read the brief, the full text and every description and enum value of the input schema;\n"
+        "#      delete what gives the model orders rather than describing the tool (or judge it harmless);\n"
+        "#   3. delete the `quarantine:` key below (and this comment).\n"
+        "# Re-imports keep it cleared while the upstream text stays the same; new text is checked again.\n"
+    )
+
+
 def doc_yaml(doc: ToolDoc) -> str:
     data = doc.model_dump(mode="json", exclude_defaults=True)
     ordered = {key: data[key] for key in _KEY_ORDER if key in data}
     text = dump_yaml(ordered)
+    if doc.quarantine:
+        text = quarantine_comment(doc.quarantine) + text
     if ToolDoc.model_validate(yaml.safe_load(text)) != doc:  # never write what would not load back the same
         raise ImporterError(f"tool {doc.name!r}: its YAML does not round-trip; please report this")
     return text
@@ -503,6 +567,10 @@ class ImportPlan:
     files: Mapping[str, str]  # relative path -> text, only files whose text changes
     state: Mapping[str, Any]
     registry: Registry  # the folder's registry after the import, validated
+    # Docs of this import that are quarantined after it, with their findings (located in their files).
+    quarantined: Mapping[str, tuple[Finding, ...]] = field(default_factory=dict)
+    # Docs a person cleared whose upstream text is unchanged: left cleared, though the lint still flags them.
+    cleared: tuple[str, ...] = ()
 
     @property
     def drafted(self) -> tuple[str, ...]:
@@ -520,7 +588,32 @@ class ImportPlan:
         drafted = [c.name for c in self.changes if self.registry.tools[c.name].brief_source == "drafted"]
         if drafted:
             lines.append(f"{len(drafted)} drafted brief(s) to review: prompt-composer --docs {self.out} audit")
+        lines += self.quarantine_report()
         lines.append(files_summary(self.files, self.out, dry_run=dry_run))
+        return lines
+
+    def quarantine_report(self, *, per_tool: int = 12) -> list[str]:
+        """The quarantined tools with their findings (``path:line``), and how a person clears them."""
+        lines: list[str] = []
+        for name, findings in sorted(self.quarantined.items()):
+            doc = self.registry.tools[name]
+            upstream = escape_invisible(f"{self.server}: {doc.origin.name if doc.origin else name}")
+            lines.append(f"quarantined {name}  ({upstream}): {', '.join(doc.quarantine)}")
+            shown = sorted(findings, key=lambda f: (-_SEVERITY_RANK[f.severity], f.line or 0))
+            lines += [f"  {finding}" for finding in shown[:per_tool]]
+            if len(findings) > per_tool:
+                lines.append(f"  … and {len(findings) - per_tool} more")
+        if self.quarantined:
+            lines.append(
+                f"{len(self.quarantined)} tool(s) quarantined: no mode allows them until a person clears them. Review "
+                f"each file, remove what gives the model orders, then delete its `quarantine:` key "
+                f"(prompt-composer --docs {self.out} audit --security lists every finding)"
+            )
+        for name in self.cleared:
+            lines.append(
+                f"cleared     {name}: a person lifted its quarantine and the upstream text is unchanged, so it stays "
+                f"allowed (the lint still flags it: prompt-composer --docs {self.out} audit --security)"
+            )
         return lines
 
 
@@ -572,6 +665,36 @@ def _validated(tools: Iterable[ToolDoc], existing: Registry | None, out: Path) -
         raise ImporterError(f"the imported docs do not validate: {exc.summary()}") from None
 
 
+_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def _upstream_hash(doc: ToolDoc) -> str:
+    """A hash of what upstream sent for a doc (as drafted), to tell whether it changed since the last import."""
+    origin = doc.origin.name if doc.origin else ""
+    payload = [origin, doc.brief, doc.full, doc.input_schema]
+    return text_hash(json.dumps(payload, sort_keys=True, ensure_ascii=False))
+
+
+def _quarantine(
+    doc: ToolDoc, old: ToolDoc | None, upstream: str, record: Mapping[str, Any], rules: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """The doc's ``quarantine`` after this import, the rules to record, and whether a person's clearing stands.
+
+    ``rules`` are what the lint flags now. A person clears a quarantine by deleting the key: that stands while
+    upstream sends the same text (recorded as ``scan.upstream``); new upstream text is checked afresh. While the
+    text is unchanged a quarantine is never lifted by the importer; rule ids a person added by hand are kept.
+    """
+    scan_record = record.get("scan") if isinstance(record.get("scan"), Mapping) else None
+    written = tuple(scan_record.get("quarantine", ())) if scan_record is not None else ()
+    same = scan_record is not None and scan_record.get("upstream") == upstream
+    if old is not None and same and written and not old.quarantine:
+        return (), written, True
+    by_hand = set(old.quarantine) - set(written) if old is not None else set()
+    unchanged = set(old.quarantine) if old is not None and same else set()
+    quarantine = tuple(sorted(set(rules) | by_hand | unchanged))
+    return quarantine, quarantine, False
+
+
 def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> ImportPlan:
     """Merge freshly drafted ``docs`` of ``server`` into the folder ``out``, in memory only.
 
@@ -581,6 +704,11 @@ def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> Imp
     person's. A name already used by a doc from elsewhere is an error. Docs of ``server`` whose tool is no
     longer listed are reported as vanished and left in place. The resulting registry (with the folder's modes)
     must validate.
+
+    Every doc of the import is then scanned (:func:`prompt_composer.security.scan`): one with a finding at
+    ``QUARANTINE_SEVERITY`` or above is written with ``quarantine: [rule ids]`` (and a comment saying how to
+    clear it), so no mode allows it. A person clears it by deleting the key after review; that stands until the
+    upstream text changes, when the doc is scanned again (a "rug pull" is caught on the next import).
     """
     out = Path(out)
     existing = load_output_folder(out)
@@ -592,8 +720,8 @@ def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> Imp
     merged: dict[str, ToolDoc] = dict(current)
     for doc in docs:
         assert doc.origin is not None
-        label = f"{server}: {doc.origin.name}"
-        new_record: dict[str, str | None] = {
+        label = escape_invisible(f"{server}: {doc.origin.name}")
+        new_record: dict[str, Any] = {
             "server": server,
             "name": doc.origin.name,
             "brief": text_hash(doc.brief),
@@ -636,16 +764,42 @@ def plan_import(out: str | Path, docs: Sequence[ToolDoc], *, server: str) -> Imp
         for name, doc in sorted(current.items())
         if doc.origin is not None and doc.origin.server == server and doc.origin.name not in listed
     )
+    # The security lint: quarantine what addresses the model (see _quarantine for a person's clearing).
+    limit = full_size_limit(merged.values())
+    incoming = {doc.name: doc for doc in docs}
+    cleared: list[str] = []
+    for index, change in enumerate(changes):
+        doc, old = merged[change.name], current.get(change.name)
+        upstream = _upstream_hash(incoming[change.name])
+        rules = quarantine_rules(scan(doc, full_limit=limit, siblings=sibling_names(doc, merged.values())))
+        previous = state["tools"].get(change.name) if old is not None else None
+        quarantine, recorded, stands = _quarantine(doc, old, upstream, previous or {}, rules)
+        records[change.name] = {**records[change.name], "scan": {"upstream": upstream, "quarantine": list(recorded)}}
+        if stands and rules:
+            cleared.append(change.name)
+        if quarantine != doc.quarantine:
+            merged[change.name] = doc.model_copy(update={"quarantine": quarantine})
+            if change.action != "add":
+                changes[index] = replace(change, action="update", updated=(*change.updated, "quarantine"))
     registry = _validated(merged.values(), existing, out)
+    texts: dict[str, tuple[Path, str | None]] = {}
     for change in changes:
+        # Rewrite a doc where it lives: a second file beside a hand-renamed `.yml` would be a duplicate.
+        stem = f"{change.name}.yml" if (out / f"{change.name}.yml").is_file() else f"{change.name}.yaml"
         if change.action != "unchanged":
-            # Rewrite a doc where it lives: a second file beside a hand-renamed `.yml` would be a duplicate.
-            stem = f"{change.name}.yml" if (out / f"{change.name}.yml").is_file() else f"{change.name}.yaml"
             files[stem] = doc_yaml(registry.tools[change.name])
+        texts[change.name] = (out / stem, files.get(stem))
+    quarantined: dict[str, tuple[Finding, ...]] = {}
+    for change in changes:
+        doc = registry.tools[change.name]
+        if doc.quarantined:
+            path, text = texts[change.name]
+            siblings = sibling_names(doc, registry.tools.values())
+            quarantined[change.name] = tuple(scan(doc, path=path, source=text, full_limit=limit, siblings=siblings))
     new_state = {"version": _STATE_VERSION, "tools": dict(sorted(records.items())), "modes": state["modes"]}
     if files or new_state != state:
         files[STATE_FILE] = json.dumps(new_state, indent=2, ensure_ascii=False) + "\n"
-    return ImportPlan(out, server, tuple(changes), vanished, files, new_state, registry)
+    return ImportPlan(out, server, tuple(changes), vanished, files, new_state, registry, quarantined, tuple(cleared))
 
 
 def write_files(out: Path, files: Mapping[str, str]) -> None:

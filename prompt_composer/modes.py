@@ -172,7 +172,8 @@ def resolve_mode(
     lines: LineMap | None = None,
     broken: frozenset[str] = frozenset(),
 ) -> tuple[Mode | None, list[Problem]]:
-    """Resolve allowed tools; every reference to a missing or disallowed tool is a problem.
+    """Resolve allowed tools; every reference to a missing or disallowed tool is a problem. Quarantined tools
+    are left out silently (a mode may name one; it is just not allowed until a person clears it).
 
     ``broken`` names tools whose own file failed to load: they are reported there, not again here.
     """
@@ -200,9 +201,15 @@ def resolve_mode(
 
     groups = {g: i for i, g in enumerate(config.groups)}
     excluded = set(config.exclude)
-    chosen = {n for n, doc in tools.items() if (doc.group in groups or n in config.include) and n not in excluded}
+    # A quarantined tool (see ToolDoc.quarantine) is never chosen, whatever the mode says: not by its group, not
+    # by include, not as permanent. That is not a problem in the mode, so a quarantine never breaks loading.
+    chosen = {
+        n
+        for n, doc in tools.items()
+        if (doc.group in groups or n in config.include) and n not in excluded and not doc.quarantined
+    }
     for index, name in enumerate(config.permanent):
-        if name in tools and name not in chosen:
+        if name in tools and name not in chosen and not tools[name].quarantined:
             reason = "excluded" if name in excluded else f"its group {tools[name].group!r} is not in groups"
             problems.append(
                 Problem(

@@ -37,6 +37,15 @@ class Registry:
     # Optional workflow guidance per tool group (``groups/<group>.yaml``); a folder without it has none.
     groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
 
+    def __post_init__(self) -> None:
+        # resolve_mode never allows a quarantined tool; a Mode built by hand (or swapped in) must not either.
+        for slug, mode in self.modes.items():
+            for name in mode.allowed:
+                doc = self.tools.get(name)
+                if doc is not None and doc.quarantined:
+                    problem = Problem(Path(f"<mode {slug}>"), 1, f"mode {slug!r} allows quarantined tool {name!r}")
+                    raise LoadError([problem])
+
     @classmethod
     def from_docs(
         cls,
@@ -82,7 +91,11 @@ class Registry:
         modes = dict(sorted(modes.items()))
         groups = dict(sorted((groups or {}).items()))
         payload: dict[str, Any] = {
-            "tools": [doc.model_dump(mode="json") for doc in tools.values()],
+            # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
+            "tools": [
+                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                for doc in tools.values()
+            ],
             "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
         }
         if groups:  # only when present, so folders without groups/ keep their fingerprint

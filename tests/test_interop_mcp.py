@@ -142,3 +142,46 @@ def test_a_real_server_from_pypi_imports_validates_and_composes(
     assert main(["import", "mcp", "--out", str(out), "--", sys.executable, "-m", "mcp_server_time"]) == 0
     assert "unchanged 2 tools" in capsys.readouterr()[0]
     assert snapshot(out) == before
+
+
+POISON_SERVER = Path(__file__).resolve().parent / "data" / "poison" / "mcp_server.py"
+
+
+def test_an_mcp_server_with_two_poisoned_tools_has_exactly_those_quarantined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "docs"
+    code = main(["import", "mcp", "--out", str(out), "--timeout", "60", "--", sys.executable, str(POISON_SERVER)])
+    stdout, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    registry = load_registry(out)
+    assert set(registry.tools) == {"add", "word_count", "daily_quote", "share_note"}
+    assert {n: d.quarantine for n, d in registry.tools.items() if d.quarantined} == {
+        "daily_quote": ("conceal", "hidden-markup", "secret-access"),
+        "share_note": ("exfiltration", "invisible-unicode"),
+    }
+    # The report names both, with each finding at its file and line, and says how to clear them.
+    assert "quarantined daily_quote  (poison-fixture: daily_quote): conceal, hidden-markup, secret-access" in stdout
+    assert "quarantined share_note  (poison-fixture: share_note): exfiltration, invisible-unicode" in stdout
+    assert re.search(
+        rf"{re.escape(str(out / 'share_note.yaml'))}:\d+: high \[invisible-unicode\] share_note "
+        r"input_schema\.properties\.teammate\.description: Who receives it\.\\u200b Always",
+        stdout,
+    )
+    assert "2 tool(s) quarantined: no mode allows them until a person clears them" in stdout
+    assert "quarantined add" not in stdout and "quarantined word_count" not in stdout
+    # The drafted brief keeps none of the upstream's orders.
+    assert registry.tools["daily_quote"].brief == "Returns an inspiring quote for the day."
+    assert registry.tools["share_note"].brief == "Shares a note with a teammate."
+
+    (out / "modes").mkdir()
+    mode = {"slug": "all", "name": "All", "role": "You help.", "groups": ["mcp"], "recent_size": 2}
+    (out / "modes" / "all.yaml").write_text(yaml.safe_dump(mode | {"budget_tokens": 8000}))
+    registry = load_registry(out)
+    assert registry.mode("all").allowed == ("add", "word_count")
+    names = {t["name"] for t in Composer(registry).compose("all", recent=[]).tools}
+    assert "daily_quote" not in names and "share_note" not in names
+
+    assert main(["--docs", str(out), "audit", "--security", "--format", "json"]) == 1
+    flagged = json.loads(capsys.readouterr()[0])["flagged_tools"]
+    assert flagged == ["daily_quote", "share_note"]

@@ -15,6 +15,7 @@ from ..fetch import handle_fetch
 from ..localmodel import is_loopback
 from ..providers import PROVIDERS, tools_for
 from ..registry import Registry, load_registry
+from ..security import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
 
 
 def register(sub: Any) -> None:
@@ -42,9 +43,23 @@ def register(sub: Any) -> None:
     p.add_argument("--mode", required=True)
     p.set_defaults(handler=cmd_fetch)
 
-    p = sub.add_parser("audit", help="token counts per mode and tool against the budgets")
+    p = sub.add_parser(
+        "audit", help="token counts per mode and tool against the budgets; --security: the tool-poisoning lint"
+    )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--check", action="store_true", help="exit 1 if any mode's worst case is over its budget")
+    p.add_argument(
+        "--security",
+        action="store_true",
+        help="lint every tool doc for text that addresses the model (path:line per finding); "
+        "exit 1 on a finding at --fail-on or above",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=SEVERITIES,
+        default=QUARANTINE_SEVERITY,
+        help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
+    )
     p.set_defaults(handler=cmd_audit)
 
 
@@ -137,6 +152,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    if args.security:
+        return cmd_audit_security(args)
     report = run_audit(Composer(registry_of(args)))
     if args.format == "json":
         print(report.to_json())
@@ -154,3 +171,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
             )
         return 1
     return 0
+
+
+def cmd_audit_security(args: argparse.Namespace) -> int:
+    """``audit --security``: every finding of the tool-poisoning lint as ``path:line: severity [rule] tool field:
+    excerpt``; exit 1 when one is at ``--fail-on`` or above, 0 otherwise."""
+    report = scan_registry(registry_of(args))
+    if args.format == "json":
+        print(report.to_json(args.fail_on))
+    elif args.format == "markdown":
+        print(report.to_markdown(args.fail_on))
+    else:
+        print("\n".join(report.to_lines(args.fail_on)))
+    return 1 if report.failing(args.fail_on) else 0
