@@ -482,3 +482,22 @@ def test_false_positives_on_real_catalogs(measured: Any) -> None:
     assert (clean.flagged["high"], clean.flagged["medium"]) == (0, 0), m.flagged_clean
     assert clean.share("low") <= 0.05
     assert not m.flagged_clean
+
+
+def test_validate_and_tools_say_which_tools_are_quarantined(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "modes").mkdir()
+    for name, extra in (("clean_tool", ""), ("held_tool", "quarantine: [hidden-markup]\n")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\ngroup: read\nbrief: The {name}. Use it to read.\nfull: Full text of {name}.\n"
+            f"input_schema: {{type: object, properties: {{}}}}\n{extra}"
+        )
+    (tmp_path / "modes" / "work.yaml").write_text(
+        "slug: work\nname: Work\nrole: You read.\ngroups: [read]\npermanent: []\nrecent_size: 1\nbudget_tokens: 9000\n"
+    )
+    code, out, _ = run_cli(capsys, "--docs", str(tmp_path), "validate")
+    assert code == 0 and "2 tools, 1 mode; 1 quarantined, in no mode" in out
+    code, out, _ = run_cli(capsys, "--docs", str(tmp_path), "tools")
+    lines = dict(line.split("\t", 1) for line in out.splitlines())
+    assert lines["held_tool"].endswith("QUARANTINED (hidden-markup)") and "QUARANTINED" not in lines["clean_tool"]
+    code, out, _ = run_cli(capsys, "--docs", str(tmp_path), "tools", "--mode", "work")
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["clean_tool"]

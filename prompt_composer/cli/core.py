@@ -92,6 +92,9 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
+    held = sum(1 for doc in registry.tools.values() if doc.quarantined)
+    if held:
+        counts += f"; {held} quarantined, in no mode (see audit --security)"
     print(f"ok: {counts} (fingerprint {registry.fingerprint})")
     return 0
 
@@ -112,7 +115,9 @@ def cmd_tools(args: argparse.Namespace) -> int:
     names = registry.mode(args.mode).allowed if args.mode else tuple(registry.tools)
     for name in names:
         doc = registry.tools[name]
-        print(f"{name}\t{doc.group}\t{doc.brief}")
+        # A quarantined tool is in no mode; say so where it is listed (see `audit --security`).
+        mark = f"\tQUARANTINED ({', '.join(doc.quarantine)})" if doc.quarantined else ""
+        print(f"{name}\t{doc.group}\t{doc.brief}{mark}")
     return 0
 
 
