@@ -219,7 +219,8 @@ def test_run_provider_openai_against_a_local_server_needs_no_key(
     with ScriptedMessagesServer(script) as server:
         code = main(
             ["run", "--provider", "openai", "--mode", "code", "--task", "What is here?",
-             "--base-url", server.base_url + "/v1", "--workspace", str(workspace), "--format", "json"]
+             "--base-url", server.base_url + "/v1", "--workspace", str(workspace), "--format", "json",
+             "--temperature", "0.2"]
         )  # fmt: skip
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["text"] == "It is a demo." and out["stop_reason"] == "stop"
@@ -227,6 +228,7 @@ def test_run_provider_openai_against_a_local_server_needs_no_key(
     assert out["usage"]["cache_read_input_tokens"] == 96 and out["usage"]["input_tokens"] == 120
     requests = [r for r in server.requests if r.path == CHAT]
     assert requests[0].headers["authorization"] == "Bearer local"
+    assert all(r.body["temperature"] == 0.2 for r in requests)
     assert requests[1].body["messages"][-1]["content"] == "1 | # Demo"  # the tool result, read from the workspace
 
 

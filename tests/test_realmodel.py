@@ -309,6 +309,12 @@ def test_bench_runs_a_task_file_it_has_never_seen(base_url: str, docs: Path, wor
     assert "[static 1/2] version:" in done.stderr and "[composed 2/2] none:" in done.stderr
 
 
+RUN_TASKS = (
+    "Read pyproject.toml and tell me which version it declares.",
+    "Use the read_file tool on pyproject.toml, then tell me the version it declares.",
+)
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_run_completes_a_task_over_either_wire_format_and_the_second_request_is_cached(
     provider: str, base_url: str, docs: Path, workspace: Path
@@ -316,19 +322,23 @@ def test_run_completes_a_task_over_either_wire_format_and_the_second_request_is_
     """``prompt-composer run --provider P`` as a user runs it: the Messages API and Chat Completions of the same
     server. At least one tool call is executed, and the second request reuses the first one's prefix."""
     url = base_url if provider == "anthropic" else f"{base_url}/v1"
-    done = subprocess.run(
-        [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "run", "--provider", provider,
-         "--mode", "reader", "--task", "Read pyproject.toml and tell me which version it declares.",
-         "--base-url", url, "--model", "local", "--workspace", str(workspace), "--max-tokens", "300",
-         "--max-iterations", str(MAX_ITERATIONS), "--format", "json"],
-        capture_output=True, text=True, timeout=900, check=False,
-        env={**os.environ, "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""},
-    )  # fmt: skip
-    # 0, or 1 with the partial result when the model was still calling tools at the bound: both ended the loop.
-    assert done.returncode in (0, 1), done.stderr
-    out = json.loads(done.stdout)
-    ran = [c for c in out["tool_calls"] if not c["is_error"]]
-    assert ran, f"no tool call was executed: {out['tool_calls']}"
+    out: dict[str, Any] = {}
+    for task in RUN_TASKS:  # each its own task: a small model sometimes answers the first from memory
+        done = subprocess.run(
+            [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "run", "--provider", provider,
+             "--mode", "reader", "--task", task, "--base-url", url, "--model", "local", "--temperature", "0",
+             "--workspace", str(workspace), "--max-tokens", "300", "--max-iterations", str(MAX_ITERATIONS),
+             "--format", "json"],
+            capture_output=True, text=True, timeout=900, check=False,
+            env={**os.environ, "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""},
+        )  # fmt: skip
+        # 0, or 1 with the partial result when the model was still calling tools at the bound: both ended the loop.
+        assert done.returncode in (0, 1), done.stderr
+        out = json.loads(done.stdout)
+        if any(not c["is_error"] for c in out["tool_calls"]):
+            break
+    else:
+        pytest.fail(f"no tool call was executed in {len(RUN_TASKS)} tasks; the last: {out['tool_calls']}")
     assert len(out["requests"]) >= 2 and out["iterations"] == len(out["requests"])
     first, second = out["requests"][:2]
     prompt = first["input_tokens"] + first["cache_read_input_tokens"]

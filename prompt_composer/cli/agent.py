@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
     p.add_argument("--max-iterations", type=positive_int, default=25)
     p.add_argument("--max-tokens", type=positive_int, default=4096)
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_run)
 
@@ -133,6 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 executors=executors,
                 max_iterations=args.max_iterations,
+                # As a raw body field: the same spelling for both SDKs and every OpenAI-compatible server.
+                **({} if args.temperature is None else {"extra_body": {"temperature": args.temperature}}),
             )
             code = 0
         except (MaxIterationsError, sdk.api_error) as exc:
