@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.search_corpora import shared_dir
 from prompt_composer import (
     Composer,
     ImporterError,
@@ -67,6 +68,7 @@ __all__ = [
     "CODING_DIR",
     "MAX_STATIC_TOKENS",
     "TaskSet",
+    "bfcl_data_available",
     "bfcl_data_dir",
     "build_bfcl",
     "build_metatool",
@@ -74,13 +76,15 @@ __all__ = [
     "coding_set",
     "definition_tokens",
     "json_schema",
+    "missing_metatool_files",
     "static_tokens",
 ]
 
 HERE = Path(__file__).resolve().parent
 CODING_DIR = HERE / "agent" / "coding"
-CORPORA = HERE.parents[1] / "shared" / "corpora"
+CORPORA = shared_dir() / "corpora"
 METATOOL_DIR = CORPORA / "metatool"
+METATOOL_FILES = ("tools.json", "dev_queries.jsonl")
 
 BENCH_MODE = "bench"
 # Native definitions (full text + schema) of a whole generated catalog: what the static variant sends each turn.
@@ -120,6 +124,20 @@ def build_task_sets(workdir: Path, *, per_set: int = 20, seed: int = 7) -> list[
         build_bfcl(workdir / "bfcl", per_set=per_set, seed=seed),
         build_metatool(workdir / "metatool", per_set=per_set, seed=seed),
     ]
+
+
+def bfcl_data_available() -> bool:
+    """Whether :func:`bfcl_data_dir` finds the BFCL data (:func:`build_bfcl` needs it)."""
+    try:
+        bfcl_data_dir()
+    except RuntimeError:
+        return False
+    return True
+
+
+def missing_metatool_files(corpus: Path = METATOOL_DIR) -> list[Path]:
+    """The MetaTool corpus files :func:`build_metatool` reads that are not in ``corpus``."""
+    return [corpus / f for f in METATOOL_FILES if not (corpus / f).is_file()]
 
 
 def coding_set() -> TaskSet:
@@ -564,7 +582,7 @@ def build_metatool(
     seeded distractors up to ``catalog_size`` tools or the cap; write the set to ``out``."""
     if per_set < 1:
         raise ValueError("per_set must be at least 1")
-    if not (corpus / "tools.json").is_file():
+    if missing_metatool_files(corpus):
         raise RuntimeError(f"the MetaTool corpus is not at {corpus}")
     tools = {t["name"]: t for t in json.loads((corpus / "tools.json").read_text(encoding="utf-8"))}
     docs = {name: _metatool_doc(tool) for name, tool in tools.items()}

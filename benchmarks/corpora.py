@@ -9,10 +9,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from benchmarks.search_corpora import CORPORA, api_name, group_name, make_doc
 from prompt_composer import ModeConfig, Registry, ToolDoc
+
+MCP_SERVER_FILES = ("playwright-mcp.json", "chrome-devtools-mcp.json", "notion-mcp-server.json")
+# Every catalog file _raw_tools reads, relative to CORPORA.
+CATALOG_FILES = (
+    Path("github_mcp", "tools.json"),
+    Path("mcp_reference", "tools.json"),
+    *(Path("mcp_servers", file) for file in MCP_SERVER_FILES),
+    Path("livemcpbench", "tools.jsonl"),
+)
+
+
+def missing_files(root: Path = CORPORA) -> list[Path]:
+    """The catalog files (:data:`CATALOG_FILES`) that are not under ``root``, as full paths."""
+    return [root / f for f in CATALOG_FILES if not (root / f).is_file()]
 
 
 def _raw_tools() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -21,7 +36,7 @@ def _raw_tools() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         yield "github", tool["name"], tool["description"], tool["inputSchema"]
     for tool in json.loads((CORPORA / "mcp_reference" / "tools.json").read_text()):
         yield tool["server"], tool["name"], tool["description"], tool["inputSchema"]
-    for file in ("playwright-mcp.json", "chrome-devtools-mcp.json", "notion-mcp-server.json"):
+    for file in MCP_SERVER_FILES:
         for tool in json.loads((CORPORA / "mcp_servers" / file).read_text()):
             yield file.removesuffix(".json"), tool["name"], tool["description"], tool["input_schema"]
     for line in (CORPORA / "livemcpbench" / "tools.jsonl").read_text().splitlines():
@@ -30,6 +45,12 @@ def _raw_tools() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
 
 
 def corpus_docs(limit: int | None = None) -> list[ToolDoc]:
+    missing = missing_files()
+    if missing:
+        raise FileNotFoundError(
+            f"the tool catalogs are not in {CORPORA} (missing: {', '.join(map(str, missing))}); "
+            "put the shared folder beside the repository or set PROMPT_COMPOSER_SHARED"
+        )
     docs: dict[str, ToolDoc] = {}
     for server, tool, description, schema in _raw_tools():
         name = api_name(f"{group_name(server)}__{tool}")

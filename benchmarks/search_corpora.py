@@ -9,6 +9,7 @@ are the expected names of the queries. One mode, ``all``, allows every tool.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,7 +18,30 @@ from typing import Any
 from prompt_composer import ModeConfig, Registry, ToolDoc
 from prompt_composer.docs import BRIEF_MAX_WORDS, count_sentences
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+SHARED_ENV = "PROMPT_COMPOSER_SHARED"
+
+
+def shared_dir() -> Path:
+    """The folder of real tool catalogs and traces the benchmarks read: ``$PROMPT_COMPOSER_SHARED`` when set,
+    else ``shared`` beside the repository (``../shared`` from its root)."""
+    explicit = os.environ.get(SHARED_ENV)
+    return Path(explicit).expanduser() if explicit else Path(__file__).resolve().parents[2] / "shared"
+
+
+CORPORA = shared_dir() / "corpora"
+# What metatool_docs/livemcp_docs and their queries read (bench_search needs all of them).
+CORPUS_FILES = (
+    Path("metatool", "tools.json"),
+    Path("metatool", "dev_queries.jsonl"),
+    Path("livemcpbench", "tools.jsonl"),
+    Path("livemcpbench", "dev_queries.jsonl"),
+)
+
+
+def missing_files(root: Path = CORPORA) -> list[Path]:
+    """The files of :data:`CORPUS_FILES` that are not under ``root``, as full paths."""
+    return [root / f for f in CORPUS_FILES if not (root / f).is_file()]
+
 
 _BAD = re.compile(r"[^a-zA-Z0-9_-]")
 _SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\uff1f])")
@@ -52,15 +76,15 @@ def clean_schema(schema: Any) -> dict[str, Any]:
     """A corpus schema made acceptable to ToolDoc (object type, property schemas, known required names)."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return {"type": "object", "properties": {}}
-    schema = dict(schema)
-    props = schema.get("properties")
-    schema["properties"] = {k: v for k, v in (props if isinstance(props, dict) else {}).items() if isinstance(v, dict)}
-    required = schema.get("required")
+    out: dict[str, Any] = dict(schema)
+    props = out.get("properties")
+    out["properties"] = {k: v for k, v in (props if isinstance(props, dict) else {}).items() if isinstance(v, dict)}
+    required = out.get("required")
     if isinstance(required, list):
-        schema["required"] = [r for r in required if isinstance(r, str) and r in schema["properties"]]
+        out["required"] = [r for r in required if isinstance(r, str) and r in out["properties"]]
     else:
-        schema.pop("required", None)
-    return schema
+        out.pop("required", None)
+    return out
 
 
 def make_doc(name: str, group: str, description: str, extra: str = "", schema: Any = None) -> ToolDoc:
