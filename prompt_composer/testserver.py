@@ -600,7 +600,10 @@ class _Handler(BaseHTTPRequestHandler):
             count = len(json.dumps(body, sort_keys=True, separators=(",", ":"))) // 4
             self._send_json(200, {"input_tokens": max(1, count)})
         else:
-            self._play(body)
+            try:
+                self._play(body)
+            finally:
+                self.server.owner._replied()
 
     def _play(self, body: dict[str, Any]) -> None:
         owner = self.server.owner
@@ -629,7 +632,10 @@ class _Handler(BaseHTTPRequestHandler):
             message = "scripted test server: streaming is not scripted for the Responses API; send stream=false"
             self._send_openai_error(400, "invalid_request_error", message, param="stream")
         else:
-            self._play_openai(api, body)
+            try:
+                self._play_openai(api, body)
+            finally:
+                self.server.owner._replied()
 
     def _play_openai(self, api: str, body: dict[str, Any]) -> None:
         owner = self.server.owner
@@ -805,6 +811,14 @@ class ScriptedMessagesServer:
         with self._lock:
             self._requests.append(request)
 
+    def _replied(self) -> None:
+        # Set only once the response is written: the CLI stops serving when this is set, and setting it when the
+        # last reply was dequeued let it close the connection under a response still being written (a flaky
+        # "Server disconnected without sending a response" in tests/test_testserver.py).
+        with self._lock:
+            if self._played and not self._queue and self._callable is None:
+                self._drained.set()
+
     def _next_reply(self, body: dict[str, Any]) -> tuple[int, Reply | None, str]:
         """(request number, reply or None, problem message when None)."""
         with self._lock:
@@ -813,8 +827,6 @@ class ScriptedMessagesServer:
             if self._queue:
                 reply = self._queue.popleft()
                 self._played += 1
-                if not self._queue and self._callable is None:
-                    self._drained.set()
                 return number, reply, ""
             script = self._callable
             played = self._played
