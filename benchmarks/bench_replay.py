@@ -14,10 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.search_corpora import shared_dir
 from prompt_composer import Composer, load_registry
 from prompt_composer.replay import ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "traces.jsonl"
+TRACES = shared_dir() / "traces" / "traces.jsonl"
 
 
 def rows(report: ReplayReport, fetch: bool) -> list[str]:

@@ -742,6 +742,7 @@ class ScriptedMessagesServer:
         self._played = 0
         self._count = 0
         self._drained = threading.Event()
+        self._writing = 0  # requests that took a reply (or a refusal) and have not written it yet
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._closed = False
         self._httpd = _HTTPServer(port, self)
@@ -816,13 +817,15 @@ class ScriptedMessagesServer:
         # last reply was dequeued let it close the connection under a response still being written (a flaky
         # "Server disconnected without sending a response" in tests/test_testserver.py).
         with self._lock:
-            if self._played and not self._queue and self._callable is None:
+            self._writing -= 1
+            if not self._writing and self._played and not self._queue and self._callable is None:
                 self._drained.set()
 
     def _next_reply(self, body: dict[str, Any]) -> tuple[int, Reply | None, str]:
         """(request number, reply or None, problem message when None)."""
         with self._lock:
             self._count += 1
+            self._writing += 1  # until _replied(), which the handler calls once its response is written
             number = self._count
             if self._queue:
                 reply = self._queue.popleft()
