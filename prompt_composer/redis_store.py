@@ -253,12 +253,10 @@ class RedisSessionStore:
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 10))))
             except RedisError as exc:
                 raise self._error(operation, task_id, exc, applied=None if sent else False) from exc
-        raise SessionStoreError(
+        raise self._failure(
             f"other writers changed the task first {self.max_attempts} times in a row; nothing was written",
-            store=self.url,
-            operation=operation,
-            task_id=task_id,
-            applied=False,
+            operation,
+            task_id,
         )
 
     # -- helpers ---------------------------------------------------------------------------------------
@@ -269,24 +267,19 @@ class RedisSessionStore:
         try:
             return SessionData.from_dict(json.loads(raw))
         except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise SessionStoreError(
-                f"the stored value at {self.key(task_id)!r} is not a session ({exc}); it was left as it is",
-                store=self.url,
-                operation=operation,
-                task_id=task_id,
-            ) from exc
+            message = f"the stored value at {self.key(task_id)!r} is not a session ({exc}); it was left as it is"
+            raise self._failure(message, operation, task_id) from exc
 
     def _error(
         self, operation: str, task_id: str, exc: Exception, *, applied: bool | None = False
     ) -> SessionStoreError:
         unknown = " (the update may or may not have been applied, whole)" if applied is None else ""
-        return SessionStoreError(
-            f"{type(exc).__name__}: {exc}{unknown}",
-            store=self.url,
-            operation=operation,
-            task_id=task_id,
-            applied=applied,
-        )
+        return self._failure(f"{type(exc).__name__}: {exc}{unknown}", operation, task_id, applied=applied)
+
+    def _failure(
+        self, message: str, operation: str, task_id: str, *, applied: bool | None = False
+    ) -> SessionStoreError:
+        return SessionStoreError(message, store=self.url, operation=operation, task_id=task_id, applied=applied)
 
     def close(self) -> None:
         self.client.close()
