@@ -96,3 +96,25 @@ def workspace(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# Demo\n")
     (tmp_path / "secret.txt").write_text("secret\n")
     return root
+
+
+NPM_BIN = Path(__file__).resolve().parent / "npm" / "node_modules" / ".bin"
+
+
+def npm_server(name: str) -> Path:
+    """A real MCP server from the npm registry (pinned in tests/npm/package.json, installed by .ci/run).
+
+    Skips where node is not installed. Where it is but the servers are not, the test skips locally (run
+    ``npm install --prefix tests/npm``) and fails under CI, where .ci/run has installed them."""
+    import os
+    import shutil
+
+    path = NPM_BIN / name
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    if not path.exists():
+        missing = f"{path} is missing: run `npm install --prefix tests/npm`"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    return path

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import LoadError, PromptComposerError
-from . import agent, bench, core, discovery, interop, local
+from . import agent, bench, core, discovery, gateway, interop, local
 
 __all__ = ["main"]
 
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (core, interop, agent, bench, discovery, local)
+COMMAND_MODULES = (core, interop, agent, bench, discovery, gateway, local)
 
 # The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
 REGISTRY_COMMANDS = frozenset(
-    {"validate", "modes", "tools", "compose", "fetch", "audit", "run", "replay", "bench", "search", "eval"}
+    {"validate", "modes", "tools", "compose", "fetch", "audit", "run", "replay", "bench", "search", "eval", "serve"}
 )
 
 

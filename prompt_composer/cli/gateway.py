@@ -1,0 +1,76 @@
+"""``prompt-composer serve``: one mode as an MCP server (see :mod:`prompt_composer.gateway`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import Any
+
+from .core import registry_of
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve a mode to any MCP client: brief/full tools, fetch, search, calls routed to upstream MCP servers",
+    )
+    p.add_argument("--mode", required=True)
+    p.add_argument(
+        "--servers",
+        metavar="FILE",
+        default=None,
+        help='upstream MCP servers of imported tools ({"mcpServers": {NAME: {"command", "args", "env"} or {"url"}}})',
+    )
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000; 0 picks a free one)")
+    p.add_argument(
+        "--workspace",
+        default=None,
+        metavar="DIR",
+        help="run the built-in read-only tools (read_file, list_files, search_files…) in this folder; without it "
+        "they are refused",
+    )
+    p.add_argument(
+        "--call-timeout", type=float, default=60.0, metavar="SECONDS", help="bound on one upstream call (60)"
+    )
+    p.set_defaults(handler=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import anyio
+
+        from ..gateway import Gateway, serve_http, serve_stdio
+    except ImportError:
+        print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
+        return 2
+    from ..executors import ExecutorError, workspace_executors
+    from ..upstreams import Upstreams, load_servers
+
+    registry = registry_of(args)
+    registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
+    servers = load_servers(args.servers) if args.servers is not None else {}
+    try:
+        executors = workspace_executors(args.workspace) if args.workspace is not None else {}
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    async def serve(gateway: Gateway) -> None:
+        if args.transport == "http":
+            await serve_http(gateway, host=args.host, port=args.port)
+        else:
+            await serve_stdio(gateway)
+
+    async def main() -> None:
+        if args.servers is None:  # imported tools are refused, saying that no servers file was given
+            await serve(Gateway(registry, args.mode, executors=executors))
+            return
+        async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
+            await serve(Gateway(registry, args.mode, upstreams=upstreams, executors=executors))
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server
+        anyio.run(main)
+    return 0
