@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -40,6 +41,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--model", default=None, help="model name (default: claude-sonnet-4-6 / gpt-5)")
     p.add_argument("--workspace", default=".", help="folder the read-only tools may read (default: .)")
+    p.add_argument(
+        "--servers",
+        metavar="FILE",
+        default=None,
+        help='route imported tools to their MCP servers ({"mcpServers": {...}}, the format MCP clients use)',
+    )
     p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
     p.add_argument("--max-iterations", type=positive_int, default=25)
     p.add_argument("--max-tokens", type=positive_int, default=4096)
@@ -103,12 +110,11 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..executors import ExecutorError, workspace_executors
-    from ..loop import MaxIterationsError, partial_result, wrap
 
     registry = registry_of(args)
     registry.mode(args.mode)  # unknown mode: exit 2 before any request
     try:
-        executors = workspace_executors(args.workspace)
+        executors: dict[str, Any] = dict(workspace_executors(args.workspace))
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -116,6 +122,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if isinstance(sdk, str):
         print(f"error: {sdk}", file=sys.stderr)
         return 2
+    with contextlib.ExitStack() as stack:
+        if args.servers is not None:  # imported tools go to their servers (started on first use, stopped at exit)
+            from ..upstreams import mcp_executors
+
+            executors.update(stack.enter_context(mcp_executors(registry, args.servers)))
+        return _run_task(args, registry, sdk, executors)
+
+
+def _run_task(args: argparse.Namespace, registry: Any, sdk: Sdk, executors: dict[str, Any]) -> int:
+    from ..loop import MaxIterationsError, partial_result, wrap
+
     with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it
         # is an input of composition, so `compose` (and the golden prompts) stay deterministic.
