@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
 from .docs import LineMap, ToolDoc, line_of, load_named_model
@@ -29,7 +30,11 @@ PromotionPolicy = Literal["every_turn", "task_start", "inline"]
 
 
 class FileRestriction(BaseModel):
-    """Files the tools of one group may touch in a mode: paths must match ``file_regex`` (searched)."""
+    """Files the tools of one group may touch in a mode: paths must match ``file_regex`` (searched).
+
+    Matched with the ``regex`` module, not ``re``: it also reads the syntax of Roo Code's JavaScript patterns,
+    such as ``(?<name>…)``, ``\\p{L}`` and variable-length lookbehind (see ``roomodes.js_file_regex``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
@@ -40,13 +45,13 @@ class FileRestriction(BaseModel):
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
+            regex.compile(value)
+        except regex.error as exc:
             raise ValueError(f"file_regex {value!r} is not a valid regular expression: {exc}") from None
         return value
 
     def allows(self, path: str) -> bool:
-        return re.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
+        return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 
 class ModeConfig(BaseModel):

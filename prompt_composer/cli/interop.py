@@ -6,10 +6,11 @@ Each is all or nothing: on bad input nothing is written, one line goes to stderr
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..importers import import_json, import_mcp
-from ..roomodes import import_roomodes
+from ..roomodes import RooModesError, import_roomodes
 
 
 def register(sub: Any) -> None:
@@ -48,7 +49,16 @@ def register(sub: Any) -> None:
     q.add_argument("--permanent", default="", help="comma-separated tools kept in full (where a mode allows them)")
     q.add_argument("--recent-size", type=int, default=6, help="recent-use FIFO length (default 6)")
     q.add_argument(
-        "--budget-tokens", type=int, default=None, help="token budget (default: each mode's worst case, rounded up)"
+        "--budget-tokens",
+        type=int,
+        default=None,
+        help="token budget, at least each mode's worst case (default: the worst case, rounded up)",
+    )
+    q.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace mode files a person wrote or edited when the .roomodes defines the same slug, as Roo Code "
+        "does (unedited built-in and imported modes are replaced without it)",
     )
     q.set_defaults(handler=cmd_import_roomodes)
 
@@ -84,12 +94,18 @@ def cmd_import_json(args: argparse.Namespace) -> int:
 
 def cmd_import_roomodes(args: argparse.Namespace) -> int:
     permanent = [n.strip() for n in args.permanent.split(",") if n.strip()]
-    plan = import_roomodes(
-        args.file,
-        args.out,
-        permanent=permanent,
-        recent_size=args.recent_size,
-        budget_tokens=args.budget_tokens,
-        dry_run=args.dry_run,
-    )
+    try:
+        plan = import_roomodes(
+            args.file,
+            args.out,
+            permanent=permanent,
+            recent_size=args.recent_size,
+            budget_tokens=args.budget_tokens,
+            replace=args.replace,
+            dry_run=args.dry_run,
+        )
+    except RooModesError as exc:  # every problem of the file and the options, one line each
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     return _print(plan.report(dry_run=args.dry_run))
