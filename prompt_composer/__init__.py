@@ -39,6 +39,7 @@ from .errors import (
     UnknownToolError,
 )
 from .fetch import FETCH_TOOL_NAME, FetchResult, fetch_tool_definition, handle_fetch
+from .gateway import Gateway
 from .loop import (
     Iteration,
     LoopResult,
@@ -57,6 +58,7 @@ from .registry import Registry, default_docs_dir, load_registry
 from .search import SearchResult, Selection, ToolSearch
 from .session import InMemorySessionStore, SessionStore, TaskSession
 from .tokens import TiktokenCounter, TokenCounter, default_counter
+from .upstreams import ServerSpec, UpstreamError, Upstreams, load_servers, mcp_executors
 
 __version__ = "0.1.0"
 
@@ -71,6 +73,7 @@ __all__ = [
     "EmbeddingUnavailable",
     "FetchResult",
     "FileRestriction",
+    "Gateway",
     "GroupDoc",
     "ImporterError",
     "InMemorySessionStore",
@@ -90,6 +93,7 @@ __all__ = [
     "Registry",
     "SearchResult",
     "Selection",
+    "ServerSpec",
     "SessionStore",
     "SessionStoreError",
     "StopLoop",
@@ -106,6 +110,8 @@ __all__ = [
     "ToolSearch",
     "UnknownModeError",
     "UnknownToolError",
+    "UpstreamError",
+    "Upstreams",
     "WrapOptions",
     "call_tool",
     "call_tool_definition",
@@ -115,6 +121,8 @@ __all__ = [
     "handle_fetch",
     "handle_tool_search",
     "load_registry",
+    "load_servers",
+    "mcp_executors",
     "partial_result",
     "run_audit",
     "strip_descriptions",

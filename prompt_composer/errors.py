@@ -10,7 +10,9 @@
     ├── InputFileError       a query, trace or bench task file is unreadable or has a malformed line (path:line)
     ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
     ├── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
-    └── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
+    ├── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
+    └── ExecutorError        (executors.py) a tool call an executor refuses or cannot run; its text goes to the model
+        └── UpstreamError    (upstreams.py) a routed call's MCP server is missing, failed, died or hung (.server)
 
 Errors carry their context as attributes so callers never parse messages.
 """

@@ -9,6 +9,12 @@ import prompt_composer
 from prompt_composer import errors
 
 PUBLIC = {
+    "Gateway",
+    "ServerSpec",
+    "UpstreamError",
+    "Upstreams",
+    "load_servers",
+    "mcp_executors",
     "CALL_TOOL_NAME",
     "FETCH_TOOL_NAME",
     "TOOL_SEARCH_NAME",
