@@ -376,3 +376,16 @@ def test_a_bad_servers_file_is_named_and_nothing_starts(
     err = capsys.readouterr().err
     assert f"{no_transport}: mcpServers.git: " in err and '"command"' in err
     assert f"{no_transport}: mcpServers.time.command: " in err
+
+
+def test_workspace_runs_the_built_in_read_tools(docs: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("the gateway read this\n")
+
+    async def scenario() -> None:
+        async with stdio_gateway(docs, "gw", None, "--workspace", str(tmp_path)) as (client, _):
+            read = await client.call_tool("read_file", {"path": "notes.md"})
+            assert not read.is_error and "the gateway read this" in _text(read)
+            outside = await client.call_tool("read_file", {"path": "../secret.txt"})
+            assert outside.is_error
+
+    anyio.run(scenario)
