@@ -169,6 +169,7 @@ REGISTRY_ARGV = {
     "run": ["run", "--mode", "x", "--task", "t"],
     "replay": ["replay"],
     "bench": ["bench", "--tasks", "t.jsonl", "--mode", "x", "--base-url", "http://127.0.0.1:9"],
+    "serve": ["serve", "--mode", "x"],
 }
 
 

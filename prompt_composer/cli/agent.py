@@ -66,11 +66,31 @@ def register(sub: Any) -> None:
         "--provider",
         choices=tuple(COST_MODELS),
         default="anthropic",
-        help="prompt-cache cost model (default: anthropic): anthropic has explicit cache_control breakpoints, cache "
-        "writes at 1.25x and reads at 0.1x the input price; openai caches prefixes automatically, with no write "
-        "premium, hits only from 1,024 tokens and in 128-token steps, cached input at 0.1x",
+        help="prompt-cache cost model (default: anthropic): anthropic writes the prefix at each cache_control "
+        "breakpoint, a breakpoint looks back at most 20 blocks for an earlier one, writes cost 1.25x and reads 0.1x "
+        "the input price; openai caches every prefix automatically, with no write premium, hits in 128-token steps, "
+        "cached input at 0.1x; both cache nothing under 1,024 tokens",
+    )
+    p.add_argument(
+        "--min-cached-tokens",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="the model's minimum cacheable prompt length (default: 1,024; Anthropic's Haiku 3 and 3.5 need 2,048, "
+        "Opus 4.5 and 4.6 and Haiku 4.5 4,096)",
     )
     p.set_defaults(handler=cmd_replay)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type for a token count that may be 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
 
 
 @dataclass(frozen=True)
@@ -186,10 +206,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     modes = args.mode or list(composer.registry.modes)
     for slug in modes:
         composer.registry.mode(slug)
+    cost_model = COST_MODELS[args.provider]
+    if args.min_cached_tokens is not None:
+        cost_model = cost_model.with_min_cached_tokens(args.min_cached_tokens)
     params = ReplayParams(
         fetch_first_use=not args.no_fetch,
         result_tokens=args.result_tokens,
-        cost_model=COST_MODELS[args.provider],
+        cost_model=cost_model,
     )
     separate: ReplayReport | None = None
     if args.traces:
