@@ -343,3 +343,53 @@ def test_run_completes_a_task_over_either_wire_format_and_the_second_request_is_
     first, second = out["requests"][:2]
     prompt = first["input_tokens"] + first["cache_read_input_tokens"]
     assert second["cache_read_input_tokens"] >= 0.9 * prompt, out["requests"]
+
+
+CLOCK_MODE = """slug: clock
+name: Clock
+role: You answer questions about dates and times with the tools of a time server.
+include: [get_current_time, convert_time]
+permanent: []
+recent_size: 2
+budget_tokens: 5000
+"""
+CLOCK_TASKS = (
+    "What is the current time in the Asia/Tokyo time zone?",
+    'Call the get_current_time tool with {"timezone": "Asia/Tokyo"} and tell me the time it returns.',
+)
+
+
+def test_a_call_of_an_imported_tool_reaches_its_real_mcp_server(sdk: anthropic.Anthropic, tmp_path: Path) -> None:
+    """Routing (``mcp_executors``, what ``run --servers`` uses): the model's call of an imported tool reaches the
+    real upstream (PyPI mcp-server-time) under its original name, and the server's own answer is the result."""
+    pytest.importorskip("mcp_server_time")
+    from prompt_composer.importers import import_mcp
+    from prompt_composer.upstreams import mcp_executors
+
+    docs = tmp_path / "docs"
+    (docs / "modes").mkdir(parents=True)
+    command = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    import_mcp(command, docs, server="time")
+    (docs / "modes" / "clock.yaml").write_text(CLOCK_MODE)
+    clock = load_registry(docs)
+    servers = {"mcpServers": {"time": {"command": command[0], "args": command[1:]}}}
+    (tmp_path / "servers.json").write_text(json.dumps(servers))
+    calls: list[Any] = []
+    result: LoopResult | None = None
+    with mcp_executors(clock, tmp_path / "servers.json") as executors:
+        for index, task in enumerate(CLOCK_TASKS):  # each its own task: a small model may answer from memory
+            client = wrap(sdk, registry=clock, mode="clock", task_id=f"clock-{index}")
+            try:
+                result = client.run(task, model="local", max_tokens=300, executors=executors,
+                                    max_iterations=MAX_ITERATIONS, extra_body=TEMPERATURE)  # fmt: skip
+            except MaxIterationsError as exc:
+                result = exc.result
+            calls = [c for c in result.tool_calls if c.name == "get_current_time" and c.executed]
+            if calls:
+                break
+    assert result is not None
+    if not calls:
+        pytest.fail(f"get_current_time was not executed in {len(CLOCK_TASKS)} tasks: {result.tool_calls}")
+    assert_every_call_answered(result)
+    answer = json.loads(calls[0].output)  # the real server's JSON, for the zone the model asked about
+    assert answer["timezone"] == calls[0].input["timezone"] and "datetime" in answer
