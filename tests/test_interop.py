@@ -151,7 +151,10 @@ def test_the_drafted_brief_is_short_and_leaves_parameters_to_the_full_form() -> 
     }
     tool = UpstreamTool("search_issues", description, schema)
     brief = draft_brief(tool)
-    assert brief == "Search the issues of a repository. Returns matching issues, newest first."
+    assert brief == (
+        "Search the issues of a repository. Returns matching issues, newest first. "
+        "Use it when you need to search the issues of a repository."
+    )
     (doc,) = tool_docs_from_upstream([tool], server="gh")
     assert doc.brief_source == "drafted"
     assert "`per_page` (integer, optional)" in doc.full
@@ -297,7 +300,9 @@ def test_reimport_keeps_human_edits_updates_the_rest_adds_new_and_reports_vanish
     assert registry.tools["alpha"].brief == "Alpha, as our team uses it: run it before deploying."
     assert registry.tools["alpha"].brief_source == "human"
     assert "Alpha does one new thing." in registry.tools["alpha"].full
-    assert registry.tools["beta"].brief == "Beta does something new."
+    assert registry.tools["beta"].brief == (
+        "Beta does something new. Use it when you need the beta tool of the svc server."  # no verb: the name's
+    )
     assert registry.tools["beta"].brief_source == "drafted"
     assert set(registry.tools) == {"alpha", "beta", "gamma", "gone"}  # vanished docs are reported, not deleted
 
@@ -364,7 +369,8 @@ def test_github_and_reference_catalogs_import_validate_and_compose(
     modes.mkdir()
     (modes / "mcp.yaml").write_text(
         yaml.safe_dump(
-            {"slug": "mcp", "name": "MCP", "role": "You use MCP tools.", "groups": ["mcp"], "recent_size": 5}
+            {"slug": "mcp", "name": "MCP", "role": "You use MCP tools.", "groups": ["mcp", "mcp-write"]}
+            | {"recent_size": 5}
             | {"budget_tokens": 100_000}
         )
     )

@@ -23,13 +23,21 @@ def register(sub: Any) -> None:
 
     def tool_options(q: argparse.ArgumentParser) -> None:
         common(q)
-        q.add_argument("--group", default="mcp", help="group of new tool docs (default: mcp)")
+        q.add_argument("--group", default="mcp", help="group of new read-only tool docs (default: mcp)")
+        q.add_argument(
+            "--write-group",
+            default=None,
+            metavar="W",
+            help="group of new tool docs that write or delete, or may (default: the --group value + '-write', e.g. "
+            "mcp-write); --write-group mcp puts them beside the read-only ones",
+        )
         q.add_argument("--prefix", default="", help="prepend this to every tool name (avoids clashes)")
 
     q = kinds.add_parser(
         "mcp",
         help="start an MCP server over stdio and import its tools",
-        usage="prompt-composer import mcp --out DIR [--group G] [--timeout S] [--server NAME] -- COMMAND [ARGS...]",
+        usage="prompt-composer import mcp --out DIR [--group G] [--write-group W] [--prefix P] [--timeout S] "
+        "[--server NAME] [--dry-run] -- COMMAND [ARGS...]",
     )
     tool_options(q)
     q.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound on start + listing (30)")
@@ -78,6 +86,7 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
         args.out,
         server=args.server,
         group=args.group,
+        write_group=args.write_group,
         prefix=args.prefix,
         timeout=args.timeout,
         dry_run=args.dry_run,
@@ -87,7 +96,13 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
 
 def cmd_import_json(args: argparse.Namespace) -> int:
     plan = import_json(
-        args.file, args.out, server=args.server, group=args.group, prefix=args.prefix, dry_run=args.dry_run
+        args.file,
+        args.out,
+        server=args.server,
+        group=args.group,
+        write_group=args.write_group,
+        prefix=args.prefix,
+        dry_run=args.dry_run,
     )
     return _print(plan.report(dry_run=args.dry_run))
 
