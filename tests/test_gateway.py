@@ -389,3 +389,54 @@ def test_workspace_runs_the_built_in_read_tools(docs: Path, tmp_path: Path) -> N
             assert outside.is_error
 
     anyio.run(scenario)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start_http_upstream(port: int) -> subprocess.Popen[bytes]:
+    import socket
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, str(SLOW_SERVER), "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    for _ in range(600):  # bounded wait for the port to open (not a timing assertion)
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.05)
+    process.kill()
+    pytest.fail("the HTTP upstream did not open its port")
+
+
+def test_an_http_upstream_is_routed_and_reconnected_after_it_restarts(docs: Path, tmp_path: Path) -> None:
+    port = _free_port()
+    servers = tmp_path / "servers.json"
+    url = f"http://127.0.0.1:{port}/mcp"
+    servers.write_text(json.dumps({"mcpServers": {"slow": {"url": url, "headers": {"X-Client": "gateway-test"}}}}))
+    upstream = _start_http_upstream(port)
+    try:
+
+        async def scenario() -> None:
+            nonlocal upstream
+            async with stdio_gateway(docs, "gw", servers) as (client, _):
+                first = await client.call_tool("nap", {"seconds": 0})
+                assert not first.is_error and _text(first) == "slept 0.0 s"
+                upstream.kill()
+                upstream.wait(timeout=30)
+                lost = await client.call_tool("nap", {"seconds": 0})
+                assert lost.is_error and "'slow'" in _text(lost)
+                upstream = _start_http_upstream(port)
+                again = await client.call_tool("nap", {"seconds": 0})
+                assert not again.is_error and _text(again) == "slept 0.0 s"
+
+        anyio.run(scenario)
+    finally:
+        upstream.kill()
+        upstream.wait(timeout=30)

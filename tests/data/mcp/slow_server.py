@@ -1,7 +1,9 @@
-"""A small MCP server (stdio) whose one tool sleeps: the gateway's call timeout test. Needs the ``mcp`` SDK (2.x)."""
+"""A small MCP server whose one tool sleeps: the gateway's call timeout test, and (``--http PORT``) an upstream
+reached over Streamable HTTP. Needs the ``mcp`` SDK (2.x)."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
@@ -17,4 +19,7 @@ def nap(seconds: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
