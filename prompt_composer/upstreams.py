@@ -398,12 +398,12 @@ def mcp_executors(
 
     def executor(server: str, tool: str) -> ToolExecutor:
         def execute(arguments: Mapping[str, Any]) -> Any:
-            future = portal.start_task_soon(upstreams.call, server, tool, dict(arguments))
             try:
                 asyncio.get_running_loop()
-            except RuntimeError:
-                return _text_or_raise(future.result(), server, tool)
-            return _awaited(asyncio.wrap_future(future), server, tool)
+            except RuntimeError:  # the sync loop: wait here
+                return _text_or_raise(portal.call(upstreams.call, server, tool, dict(arguments)), server, tool)
+            # The async loop awaits this; nothing is sent until it does (a coroutine dropped unawaited runs nothing).
+            return _routed(portal, upstreams, server, tool, dict(arguments))
 
         return execute
 
@@ -415,8 +415,9 @@ def mcp_executors(
     return McpExecutors(executors, stack, upstreams)
 
 
-async def _awaited(future: Any, server: str, tool: str) -> str:
-    return _text_or_raise(await future, server, tool)
+async def _routed(portal: Any, upstreams: Upstreams, server: str, tool: str, arguments: dict[str, Any]) -> str:
+    future = portal.start_task_soon(upstreams.call, server, tool, arguments)
+    return _text_or_raise(await asyncio.wrap_future(future), server, tool)
 
 
 def _text_or_raise(result: UpstreamResult, server: str, tool: str) -> str:

@@ -440,3 +440,34 @@ def test_an_http_upstream_is_routed_and_reconnected_after_it_restarts(docs: Path
     finally:
         upstream.kill()
         upstream.wait(timeout=30)
+
+
+def test_mcp_executors_route_calls_of_the_async_and_the_sync_loop(docs: Path, servers: Path) -> None:
+    """The library path (``mcp_executors``): the same executors serve ``AsyncAnthropic`` and ``Anthropic``; one
+    upstream process answers both loops' calls, since the connection lives on the executors' own thread."""
+    import asyncio
+
+    import anthropic
+
+    from prompt_composer import mcp_executors, wrap
+
+    registry = load_registry(docs)
+    script = [tool_use_reply(("c1", PERMANENT, {"timezone": "Asia/Tokyo"})), text_reply("done")]
+    with mcp_executors(registry, servers) as executors:
+        assert {"get_current_time", "git_status", "nap"} <= set(executors)
+
+        async def main(url: str) -> Any:
+            async with wrap(anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0),
+                            registry=registry, mode="gw", task_id="async") as client:  # fmt: skip
+                return await client.run("time?", model="m", max_tokens=50, executors=executors)
+
+        with ScriptedMessagesServer(list(script)) as server:
+            result = asyncio.run(main(server.base_url))
+        with ScriptedMessagesServer(list(script)) as server:
+            client = wrap(anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0),
+                          registry=registry, mode="gw", task_id="sync")  # fmt: skip
+            sync_result = client.run("time?", model="m", max_tokens=50, executors=executors)
+        for run in (result, sync_result):
+            (call,) = run.tool_calls
+            assert call.executed and json.loads(call.output)["timezone"] == "Asia/Tokyo"
+        assert executors.upstreams.starts == {"time": 1}
