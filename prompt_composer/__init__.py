@@ -38,6 +38,7 @@ from .errors import (
     UnknownModeError,
     UnknownToolError,
 )
+from .events import DropCounts, EventLog, JsonlSink, OtelSink, Sink
 from .fetch import FETCH_TOOL_NAME, FetchResult, fetch_tool_definition, handle_fetch
 from .gateway import Gateway
 from .loop import (
@@ -57,7 +58,9 @@ from .modes import FileRestriction, Mode, ModeConfig
 from .registry import Registry, default_docs_dir, load_registry
 from .search import SearchResult, Selection, ToolSearch
 from .session import InMemorySessionStore, SessionStore, TaskSession
+from .stats import StatsReport, compute_stats, read_events
 from .tokens import TiktokenCounter, TokenCounter, default_counter
+from .tune import TuneResult, tune_mode
 from .upstreams import ServerSpec, UpstreamError, Upstreams, load_servers, mcp_executors
 
 __version__ = "0.1.0"
@@ -70,7 +73,9 @@ __all__ = [
     "CallResult",
     "ComposedPrompt",
     "Composer",
+    "DropCounts",
     "EmbeddingUnavailable",
+    "EventLog",
     "FetchResult",
     "FileRestriction",
     "Gateway",
@@ -79,6 +84,7 @@ __all__ = [
     "InMemorySessionStore",
     "InputFileError",
     "Iteration",
+    "JsonlSink",
     "LoadError",
     "LocalModelError",
     "LoopResult",
@@ -87,6 +93,7 @@ __all__ = [
     "ModeAudit",
     "ModeConfig",
     "Origin",
+    "OtelSink",
     "PendingCall",
     "Problem",
     "PromptComposerError",
@@ -96,6 +103,8 @@ __all__ = [
     "ServerSpec",
     "SessionStore",
     "SessionStoreError",
+    "Sink",
+    "StatsReport",
     "StopLoop",
     "SystemInfo",
     "TaskSession",
@@ -108,6 +117,7 @@ __all__ = [
     "ToolDoc",
     "ToolLoopError",
     "ToolSearch",
+    "TuneResult",
     "UnknownModeError",
     "UnknownToolError",
     "UpstreamError",
@@ -115,6 +125,7 @@ __all__ = [
     "WrapOptions",
     "call_tool",
     "call_tool_definition",
+    "compute_stats",
     "default_counter",
     "default_docs_dir",
     "fetch_tool_definition",
@@ -124,8 +135,10 @@ __all__ = [
     "load_servers",
     "mcp_executors",
     "partial_result",
+    "read_events",
     "run_audit",
     "strip_descriptions",
     "tool_search_definition",
+    "tune_mode",
     "wrap",
 ]

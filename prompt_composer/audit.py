@@ -13,7 +13,7 @@ from .docs import ToolDoc, count_words
 from .modes import Mode
 from .session import DEFAULT_DISCOVERED
 
-__all__ = ["AuditReport", "ModeAudit", "ToolAudit", "brief_parameter_mentions", "run_audit"]
+__all__ = ["AuditReport", "ModeAudit", "ToolAudit", "brief_parameter_mentions", "mode_audit", "run_audit", "tool_audit"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def brief_parameter_mentions(doc: ToolDoc) -> list[str]:
     return found
 
 
-def _tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
+def tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
     return ToolAudit(
         name=doc.name,
         group=doc.group,
@@ -118,7 +118,7 @@ def _tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
     )
 
 
-def _mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]) -> ModeAudit:
+def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]) -> ModeAudit:
     permanent = set(mode.permanent)
     candidates = [n for n in mode.allowed if n not in permanent]
     # The largest expansions: what a full FIFO adds over the brief forms it replaces.
@@ -148,8 +148,8 @@ def _mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit
 
 def run_audit(composer: Composer) -> AuditReport:
     registry = composer.registry
-    tool_audits = {name: _tool_audit(composer, doc) for name, doc in registry.tools.items()}
-    modes = tuple(_mode_audit(composer, mode, tool_audits) for mode in registry.modes.values())
+    tool_audits = {name: tool_audit(composer, doc) for name, doc in registry.tools.items()}
+    modes = tuple(mode_audit(composer, mode, tool_audits) for mode in registry.modes.values())
     warnings = []
     for name, doc in registry.tools.items():
         mentioned = brief_parameter_mentions(doc)

@@ -279,6 +279,18 @@ class Composer:
             cache_size=int(self._cache.maxsize),
         )
 
+    def for_registry(self, registry: Registry) -> Composer:
+        """A composer for ``registry`` with this one's counter, templates and context, and its own cache. When
+        ``registry`` holds the same tool docs (the same folder with other mode settings, as ``tune`` tries), it
+        shares this one's compiled templates and tool definitions instead of building them again."""
+        other = Composer(registry, counter=self.counter, context=self._context, cache_size=int(self._cache.maxsize))
+        other._templates = self._templates
+        other._env = self._env
+        if dict(registry.tools) == dict(self.registry.tools):
+            other._views = self._views
+            other._definitions = self._definitions
+        return other
+
     def compose(
         self, mode: str | Mode, session: TaskSession | None = None, *, recent: Sequence[str] | None = None
     ) -> ComposedPrompt:

@@ -15,6 +15,9 @@ What a client sees is what the composer would send:
   mode allows the tool, the arguments match its schema, file restrictions hold). An imported tool goes to its
   upstream server (:mod:`prompt_composer.upstreams`), any other tool to its executor; with neither, or when the
   upstream fails, the client gets an error result naming why.
+- ``events`` (an :class:`~prompt_composer.events.EventLog`, ``serve --log FILE``): the loop's events, with
+  ``provider: "mcp"``, task ``mcp-<12 hex>`` per MCP session, no ``iteration`` and ``call_id: null`` (MCP calls
+  carry none), plus a ``list`` event per ``tools/list``.
 
 The gateway speaks the session-based MCP protocol (the ``initialize`` handshake): a task's FIFO needs a session to
 live in. Its ``server/discover`` answer names only handshake-era versions, which every SDK client reads as "use
@@ -26,21 +29,25 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import time
+import uuid
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .composer import Composer
+from .composer import ComposedPrompt, Composer
 from .discovery import (
     CALL_TOOL_NAME,
     TOOL_SEARCH_NAME,
     CallResult,
+    SearchToolResult,
     call_tool_definition,
     check_call,
     handle_tool_search,
     tool_search_definition,
 )
+from .events import EventLog
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, fetch_tool_definition, handle_fetch
 from .loop import LazySearch
@@ -59,11 +66,13 @@ class _Client:
 
     task: TaskSession
     listed: dict[str, str] = field(default_factory=dict)
+    task_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex[:12]}")  # names the task in events
 
 
 class Gateway:
     """Serves ``mode`` of ``registry`` over MCP. ``upstreams`` routes imported tools (open it with ``async with``
-    in the serving event loop); ``executors`` run the other tools (sync or async callables, as in the tool loop).
+    in the serving event loop); ``executors`` run the other tools (sync or async callables, as in the tool loop);
+    ``events`` receives what was listed and called (see :mod:`prompt_composer.events`).
     """
 
     def __init__(
@@ -75,12 +84,18 @@ class Gateway:
         executors: Mapping[str, ToolExecutor] | None = None,
         composer: Composer | None = None,
         search: ToolSearch | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.registry = registry
         self.mode: Mode = registry.mode(mode)
         self.composer = composer if composer is not None else Composer(registry)
         self.upstreams = upstreams
         self.executors = dict(executors or {})
+        if events is not None and not isinstance(events, EventLog):
+            raise TypeError(
+                f"events takes an EventLog (EventLog(sink) in front of a sink), not {type(events).__name__}"
+            )
+        self.events = events
         self._search = LazySearch(registry, search)
         self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
         self.server = self._build_server()
@@ -112,6 +127,9 @@ class Gateway:
         kept = [name for name, text in client.listed.items() if encoded.get(name) == text]
         order = kept + [name for name in current if name not in set(kept)]
         client.listed = {name: encoded[name] for name in order}
+        if self.events is not None:
+            full = self.composer.compose(self.mode, client.task).full
+            self._emit(client, "list", tools=len(order), full=[name for name in order if name in full])
         return [current[name] for name in order]
 
     def _signature(self, client: _Client) -> dict[str, str]:
@@ -122,32 +140,57 @@ class Gateway:
     async def answer(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
         """A call's content blocks and error flag. Never raises for anything the model or an upstream did."""
         mode = self.mode
+        # How the tools were listed when the call was made, for the event log only (a cached composition).
+        shown = self.composer.compose(mode, client.task) if self.events is not None else None
         if name == FETCH_TOOL_NAME:
             fetched = handle_fetch(self.registry, mode, arguments, session=client.task)
+            outcome = "refused" if fetched.is_error else "ok"
+            self._emit(client, "fetch", call_id=None, tool=fetched.tool, outcome=outcome)
+            if fetched.is_error:
+                self._refusal(client, fetched.tool, "fetch", fetched.content)
+            self._call_event(client, shown, name, None, outcome, 0.0, arguments, fetched.content)
             return [_text(fetched.content)], fetched.is_error
         if name == TOOL_SEARCH_NAME and mode.config.discovery:
             found = handle_tool_search(self._search.get(), mode, arguments, session=client.task)
+            self._search_events(client, found)
+            outcome = "error" if found.is_error else "ok"
+            self._call_event(client, shown, name, None, outcome, 0.0, arguments, found.content)
             return [_text(found.content)], found.is_error
         if name == CALL_TOOL_NAME and mode.config.discovery:
             checked = check_call(self.registry, mode, arguments)
+            inner = arguments.get("name")
+            refused, via = (inner if isinstance(inner, str) and inner else name), CALL_TOOL_NAME
         else:
             checked = check_call(self.registry, mode, {"name": name, "arguments": arguments})
+            refused, via = name, None
         if isinstance(checked, CallResult):
+            self._refusal(client, refused, via, checked.content)
+            self._call_event(client, shown, name, None, "refused", 0.0, arguments, checked.content)
             return [_text(checked.content)], True
         tool, tool_input = checked
-        content, is_error = await self._execute(tool, tool_input)
-        if not is_error:
+        start = time.perf_counter()
+        content, outcome = await self._execute(tool, tool_input)
+        duration = time.perf_counter() - start
+        if outcome == "ok":
+            before = client.task.recent(mode) if self.events is not None else ()
             client.task.record_use(tool)
-        return content, is_error
+            if self.events is not None and tool not in before and tool in client.task.recent(mode):
+                self._emit(client, "promotion", tool=tool, kind="fifo")
+        elif outcome == "refused":
+            self._refusal(client, tool, via, _texts(content))
+        self._call_event(client, shown, tool, via, outcome, duration, tool_input, _texts(content))
+        return content, outcome != "ok"
 
-    async def _execute(self, tool: str, arguments: dict[str, Any]) -> tuple[list[Any], bool]:
+    async def _execute(self, tool: str, arguments: dict[str, Any]) -> tuple[list[Any], str]:
+        """The call's content blocks and its outcome: ``ok``, ``error`` (it failed) or ``refused`` (nothing can
+        run it here)."""
         doc = self.registry.tools[tool]
         if doc.origin is not None and self.upstreams is not None:
             try:
                 result = await self.upstreams.call(doc.origin.server, doc.origin.name, arguments)
             except UpstreamError as exc:
-                return [_text(f"Error: {tool} failed: {exc}")], True
-            return list(result.content), result.is_error
+                return [_text(f"Error: {tool} failed: {exc}")], "error"
+            return list(result.content), "error" if result.is_error else "ok"
         executor = self.executors.get(tool)
         if executor is None:
             where = (
@@ -155,7 +198,7 @@ class Gateway:
                 if doc.origin is not None
                 else "it has no executor in this gateway"
             )
-            return [_text(f"Error: {tool} cannot be run here: {where}. Nothing was run.")], True
+            return [_text(f"Error: {tool} cannot be run here: {where}. Nothing was run.")], "refused"
         try:
             import anyio
 
@@ -163,10 +206,74 @@ class Gateway:
             if inspect.isawaitable(value):  # an async executor called from the thread returned a coroutine
                 value = await value
         except ExecutorError as exc:
-            return [_text(f"Error: {tool} failed: {exc}")], True
+            return [_text(f"Error: {tool} failed: {exc}")], "error"
         except Exception as exc:  # an executor bug is the model's error result, not a dead gateway
-            return [_text(f"Error: {tool} failed: {type(exc).__name__}: {exc}")], True
-        return [_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))], False
+            return [_text(f"Error: {tool} failed: {type(exc).__name__}: {exc}")], "error"
+        return [_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))], "ok"
+
+    # -- the event log (see prompt_composer.events) ----------------------------------------------------
+
+    def _emit(self, client: _Client, kind: str, /, **fields: Any) -> None:
+        if self.events is not None:
+            self.events.emit(
+                kind,
+                task=client.task_id,
+                mode=self.mode.slug,
+                fingerprint=self.registry.fingerprint,
+                provider="mcp",
+                **fields,
+            )
+
+    def _refusal(self, client: _Client, tool: str, via: str | None, text: str) -> None:
+        self._emit(client, "refusal", call_id=None, tool=tool, via=via, reason=text.removeprefix("Error: "))
+
+    def _call_event(
+        self,
+        client: _Client,
+        shown: ComposedPrompt | None,
+        tool: str,
+        via: str | None,
+        outcome: str,
+        duration: float,
+        arguments: Mapping[str, Any],
+        output: str,
+    ) -> None:
+        if self.events is None or shown is None:
+            return
+        listed = "full" if tool in shown.full else "brief" if tool in shown.brief else None
+        content = {"input": arguments, "output": output} if self.events.include_content else {}
+        self._emit(
+            client,
+            "tool_call",
+            call_id=None,
+            tool=tool,
+            via=via,
+            outcome=outcome,
+            duration_s=duration,
+            listed=listed,
+            expanded=False,
+            **content,
+        )
+
+    def _search_events(self, client: _Client, found: SearchToolResult) -> None:
+        if self.events is None or found.result is None:
+            return
+        result = found.result
+        self._emit(
+            client,
+            "search",
+            call_id=None,
+            hits=list(result.names),
+            hit_count=len(result.hits),
+            total=result.total,
+            miss=result.miss is not None,
+            confidence=result.confidence,
+            strategy=result.strategy,
+            activated=list(found.activated),
+            **({"query": result.query} if self.events.include_content else {}),
+        )
+        for tool in found.activated:
+            self._emit(client, "promotion", tool=tool, kind="discovered")
 
     # -- the MCP server --------------------------------------------------------------------------------
 
@@ -246,6 +353,11 @@ def _text(text: str) -> Any:
     import mcp_types as types
 
     return types.TextContent(type="text", text=text)
+
+
+def _texts(content: list[Any]) -> str:
+    """The text of a result's content blocks (what the log keeps of an upstream's output)."""
+    return "\n".join(str(getattr(block, "text", "")) for block in content)
 
 
 async def serve_stdio(gateway: Gateway) -> None:

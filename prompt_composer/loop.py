@@ -88,6 +88,7 @@ from .discovery import (
     handle_tool_search,
 )
 from .errors import PromptComposerError
+from .events import EventLog
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, handle_fetch
 from .live import LiveRegistry
@@ -336,7 +337,8 @@ class WrapOptions(TypedDict, total=False):
     :class:`~prompt_composer.live.LiveRegistry`: each request then composes from its current version, except that
     a task whose prompt is pinned (``task_start`` / ``inline``) keeps the version it was pinned on while the
     live registry keeps it (the last ``keep`` versions); the tool calls of a response are checked against the
-    version its request was composed from.
+    version its request was composed from. ``events`` (an :class:`~prompt_composer.events.EventLog`) receives one
+    event per request, tool call, fetch, search, refusal and promotion of the loop; it never slows the loop down.
     """
 
     mode: Required[str]
@@ -349,6 +351,7 @@ class WrapOptions(TypedDict, total=False):
     call_tool: bool
     system_info: SystemInfo | None
     baseline: bool
+    events: EventLog | None
 
 
 class TaskState:
@@ -367,6 +370,7 @@ class TaskState:
         call_tool: bool = False,
         system_info: SystemInfo | None = None,
         baseline: bool = False,
+        events: EventLog | None = None,
     ) -> None:
         self.live = registry if isinstance(registry, LiveRegistry) else None
         if isinstance(registry, LiveRegistry):
@@ -391,6 +395,11 @@ class TaskState:
         self.searcher = search if isinstance(search, LazySearch) else LazySearch(self.registry, search)
         self.call_tool = call_tool
         self.baseline = baseline
+        if events is not None and not isinstance(events, EventLog):  # a bare sink would fail mid-loop: say so now
+            raise TypeError(
+                f"events takes an EventLog (EventLog(sink) in front of a sink), not {type(events).__name__}"
+            )
+        self.events = events
         # Per registry version (a LiveRegistry's): its composer with this state's context, and its search.
         self._versions: dict[str, tuple[Composer, LazySearch]] = {self.registry.fingerprint: (composer, self.searcher)}
 
@@ -620,6 +629,10 @@ class Loop:
         self.approving = approving
         self.observing = observing
         self.caller_tools = {tool_name(t) for t in self.params.get("tools") or []}
+        self.events = state.events
+        # Events name the wire format; the adapter's module is it (prompt_composer.anthropic / .openai).
+        self.provider = type(adapter).__module__.rpartition(".")[2]
+        self.prompt: ComposedPrompt | None = None  # this iteration's: how each called tool was listed
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
@@ -646,10 +659,12 @@ class Loop:
             request, prompt = self.adapter.loop_request(
                 self.state, params, model=model, max_tokens=max_tokens, session=self.session
             )
+            self.prompt = prompt
             clock = Clock()
             try:
                 response = yield _Send(request, stream, clock)
             except Exception as exc:  # the SDK's error (after its own retries): carry what was done so far
+                self._request_event(index, model, stream, clock.elapsed(), None, None, error=type(exc).__name__)
                 with contextlib.suppress(AttributeError):
                     exc.loop_result = self.result  # type: ignore[attr-defined]
                 raise
@@ -657,7 +672,9 @@ class Loop:
             try:
                 reply = self.adapter.read(response)
             except ValueError as exc:  # e.g. an OpenAI-compatible response without a choice
+                self._request_event(index, model, stream, latency, clock.first, None, error=type(exc).__name__)
                 raise ToolLoopError(f"the model's response could not be read: {exc}", self.result) from exc
+            self._request_event(index, model, stream, latency, clock.first, reply)
             calls = self.receive(response, reply, index)
             answered: list[tuple[Call, ToolCallRecord]] = []
             for call in calls:
@@ -701,14 +718,14 @@ class Loop:
             approved = yield _Approve(PendingCall(resolved.id, resolved.name, resolved.input, iteration, resolved.via))
             if not approved:
                 reason = f"the call to {resolved.name!r} was denied by the user; it was not run"
-                return self._record(resolved, iteration, f"Error: {reason}.", reason, 0.0)
+                return self._record(resolved, iteration, f"Error: {reason}.", reason, 0.0, "denied")
         start = time.perf_counter()
         try:
             value = yield _Execute(self.executors[resolved.name], resolved.input)
         except Exception as exc:
             detail = str(exc) if isinstance(exc, ExecutorError) else f"{type(exc).__name__}: {exc}"
             text = f"Error: {resolved.name} failed: {detail}"
-            return self._record(resolved, iteration, text, detail, time.perf_counter() - start)
+            return self._record(resolved, iteration, text, detail, time.perf_counter() - start, "error")
         return self._executed(resolved, iteration, value, time.perf_counter() - start)
 
     def resolve(self, call: Call, iteration: int) -> Call | ToolCallRecord:
@@ -717,8 +734,10 @@ class Loop:
         if call.problem is None and call.name == CALL_TOOL_NAME and self.unwrapping:
             checked = check_call(self.state.registry, self.state.mode, call.input)
             if isinstance(checked, CallResult):  # no name, not in the mode, bad arguments, a refused path
+                inner = call.input.get("name")
+                refused = inner if isinstance(inner, str) and inner else CALL_TOOL_NAME
                 reason = checked.content.removeprefix("Error: ")
-                return self._record(call, iteration, checked.content, reason, 0.0)
+                return self._refused(call, iteration, checked.content, reason, tool=refused, via=CALL_TOOL_NAME)
             name, arguments = checked
             call = replace(call, name=name, input=arguments, via=CALL_TOOL_NAME)
         record = self.precheck(call, iteration)
@@ -731,15 +750,24 @@ class Loop:
         if call.problem is not None:
             shape = CALL_SHAPE if call.style == "text" else "Call the tool again with a JSON object as its arguments."
             text = f"Error: {call.problem}; nothing was run. {shape}"
-            return self._record(call, iteration, text, call.problem, 0.0)
+            return self._record(call, iteration, text, call.problem, 0.0, "error")
         if call.name == FETCH_TOOL_NAME and call.name not in self.caller_tools:
             fetched = answer_fetch(self.state, self.session, call.input)
+            outcome = "refused" if fetched.is_error else "ok"
+            self._emit("fetch", iteration=iteration, call_id=call.id, tool=fetched.tool, outcome=outcome)
+            if fetched.is_error:
+                reason = fetched.content.removeprefix("Error: ")
+                self._emit(
+                    "refusal", iteration=iteration, call_id=call.id, tool=fetched.tool, via="fetch", reason=reason
+                )
             error = "fetch refused" if fetched.is_error else None
-            return self._record(call, iteration, fetched.content, error, 0.0)
+            return self._record(call, iteration, fetched.content, error, 0.0, outcome)
         if call.name == TOOL_SEARCH_NAME and self.searching and call.via is None:
             # The tools found join the session; the next request's prompt lists them (see TaskState.prompt).
             found = handle_tool_search(self.state.searcher.get(), mode, call.input, session=self.session)
-            return self._record(call, iteration, found.content, found.content if found.is_error else None, 0.0)
+            self._search_events(call, iteration, found)
+            error = found.content if found.is_error else None
+            return self._record(call, iteration, found.content, error, 0.0, "error" if found.is_error else "ok")
         if call.name not in self.caller_tools and not mode.allows(call.name):
             if call.name in self.state.registry.tools:
                 hint = ", ".join(closest_names(call.name, mode.allowed))
@@ -748,28 +776,34 @@ class Loop:
             else:
                 reason = f"there is no tool named {call.name!r}; nothing was run"
                 text = f"Error: {reason}. Tools of this mode: {', '.join(mode.allowed)}."
-            return self._record(call, iteration, text, reason, 0.0)
+            return self._refused(call, iteration, text, reason)
         doc = self.state.registry.tools.get(call.name)
         if doc is not None and call.name not in self.caller_tools:
             refusal = mode.check_paths(doc, call.input)
             if refusal is not None:
-                return self._record(call, iteration, refusal, refusal.removeprefix("Error: "), 0.0)
+                return self._refused(call, iteration, refusal, refusal.removeprefix("Error: "))
         if call.name not in self.executors:
             reason = f"tool {call.name!r} has no executor here; it was not run"
-            return self._record(call, iteration, f"Error: {reason}.", reason, 0.0)
+            return self._refused(call, iteration, f"Error: {reason}.", reason)
         return None
 
     def _executed(self, call: Call, iteration: int, value: Any, duration: float) -> ToolCallRecord:
         """A successful call: recorded in the FIFO; under ``inline`` maybe expanded once."""
         output = value if isinstance(value, str) else _json(value)
+        # The FIFO view before the use, read only for the event log (a store round trip in Redis).
+        before = self.session.recent(self.state.mode) if self.events is not None else ()
         self.session.record_use(call.name)
+        if self.events is not None and call.name not in before and call.name in self.session.recent(self.state.mode):
+            self._emit("promotion", iteration=iteration, tool=call.name, kind="fifo")
         expanded = (
             self.state.policy == "inline"
             and call.name in self.state.registry.tools
             and call.name in self.state.prompt(self.session).brief
             and self.session.mark_expanded(call.name)
         )
-        return ToolCallRecord(
+        if expanded:
+            self._emit("promotion", iteration=iteration, tool=call.name, kind="inline")
+        record = ToolCallRecord(
             call.id,
             call.name,
             call.input,
@@ -782,12 +816,115 @@ class Loop:
             expanded=expanded,
             via=call.via,
         )
+        self._call_event(record, "ok")
+        return record
 
-    @staticmethod
-    def _record(call: Call, iteration: int, text: str, error: str | None, duration: float) -> ToolCallRecord:
-        return ToolCallRecord(
+    def _record(
+        self, call: Call, iteration: int, text: str, error: str | None, duration: float, outcome: str
+    ) -> ToolCallRecord:
+        """The record of a call that ran no executor, or whose executor failed (``outcome`` is for the log)."""
+        record = ToolCallRecord(
             call.id, call.name, call.input, text, error is not None, error, duration, iteration, via=call.via
         )
+        self._call_event(record, outcome)
+        return record
+
+    def _refused(
+        self, call: Call, iteration: int, text: str, reason: str, *, tool: str | None = None, via: str | None = None
+    ) -> ToolCallRecord:
+        """A refused call (or fetch): a ``refusal`` event naming the tool refused, then its record."""
+        refused = call.name if tool is None else tool
+        self._emit("refusal", iteration=iteration, call_id=call.id, tool=refused, via=via or call.via, reason=reason)
+        return self._record(call, iteration, text, reason, 0.0, "refused")
+
+    # -- the event log -----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, /, **fields: Any) -> None:
+        """Hand one event to the wrapper's log, if any (it never blocks and never raises)."""
+        if self.events is not None:
+            self.events.emit(
+                kind,
+                task=self.base.task_id,
+                mode=self.state.mode.slug,
+                fingerprint=self.state.registry.fingerprint,
+                provider=self.provider,
+                **fields,
+            )
+
+    def _request_event(
+        self,
+        index: int,
+        model: str,
+        stream: bool,
+        latency: float,
+        first_token: float | None,
+        reply: Reply | None,
+        *,
+        error: str | None = None,
+    ) -> None:
+        if self.events is None:
+            return
+        prompt = self.prompt
+        self._emit(
+            "request",
+            iteration=index,
+            model=model,
+            stream=stream,
+            policy=self.state.policy,
+            outcome="ok" if error is None else "error",
+            **({} if error is None else {"error": error}),
+            latency_s=latency,
+            first_token_s=first_token,
+            usage=(reply.usage if reply is not None else TokenUsage()).as_dict(),
+            stop_reason=reply.stop_reason if reply is not None else None,
+            composed_tokens=prompt.tokens.total if prompt is not None else 0,
+            full=len(prompt.full) if prompt is not None else 0,
+            brief=len(prompt.brief) if prompt is not None else 0,
+        )
+
+    def _call_event(self, record: ToolCallRecord, outcome: str) -> None:
+        if self.events is None:
+            return
+        prompt = self.prompt
+        listed = None
+        if prompt is not None and record.name in prompt.full:
+            listed = "full"
+        elif prompt is not None and record.name in prompt.brief:
+            listed = "brief"
+        content = {"input": record.input, "output": record.output} if self.events.include_content else {}
+        self._emit(
+            "tool_call",
+            iteration=record.iteration,
+            call_id=record.id,
+            tool=record.name,
+            via=record.via,
+            outcome=outcome,
+            duration_s=record.duration,
+            listed=listed,
+            expanded=record.expanded,
+            **content,
+        )
+
+    def _search_events(self, call: Call, iteration: int, found: SearchToolResult) -> None:
+        if self.events is None or found.result is None:
+            return
+        result = found.result
+        query = {"query": result.query} if self.events.include_content else {}
+        self._emit(
+            "search",
+            iteration=iteration,
+            call_id=call.id,
+            hits=list(result.names),
+            hit_count=len(result.hits),
+            total=result.total,
+            miss=result.miss is not None,
+            confidence=result.confidence,
+            strategy=result.strategy,
+            activated=list(found.activated),
+            **query,
+        )
+        for tool in found.activated:
+            self._emit("promotion", iteration=iteration, tool=tool, kind="discovered")
 
     # -- closing one iteration ---------------------------------------------------------------------
 

@@ -4,23 +4,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
-from .docs import LineMap, ToolDoc, line_of, load_named_model
+from .docs import LineMap, ToolDoc, line_of, load_named_model, read_yaml, validation_problems
 from .errors import Problem
 
 __all__ = [
     "FileRestriction",
     "Mode",
     "ModeConfig",
+    "ModeOverlay",
     "PromotionPolicy",
     "ToolStyle",
+    "apply_overlay",
     "load_mode_file",
+    "load_overlay_file",
     "resolve_mode",
     "tool_paths",
 ]
@@ -125,6 +137,7 @@ class Mode:
     config: ModeConfig
     allowed: tuple[str, ...]
     path: Path | None = None
+    overlay: Path | None = None  # the per-user overlay file that set this mode's permanent/recent_size, if any
     _allowed_set: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -229,3 +242,60 @@ def resolve_mode(
     permanent = [n for n in config.permanent if n in chosen]
     rest = sorted(chosen - set(permanent), key=lambda n: (groups.get(tools[n].group, len(groups)), n))
     return Mode(config=config, allowed=tuple(permanent + rest), path=path), []
+
+
+# --- per-user overlay --------------------------------------------------------------------------------------
+
+
+class ModeOverlay(BaseModel):
+    """One mode's entry in a per-user overlay file: values that replace the mode file's at load.
+
+    Only the two settings that are a matter of how one person works (and that ``prompt-composer tune`` fits to
+    their own use): which tools are always in full, and how many recently used ones are. What a mode *allows*,
+    its budget and its text stay the mode file's, so an overlay can never widen a mode's access.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    permanent: tuple[str, ...] | None = None
+    recent_size: StrictInt | None = Field(default=None, ge=0)
+
+
+_OverlayFile = RootModel[dict[str, ModeOverlay]]
+
+
+def load_overlay_file(path: Path) -> tuple[dict[str, ModeOverlay], LineMap, list[Problem]]:
+    """Read an overlay file, ``{mode slug: {permanent: [...], recent_size: N}}``; problems as ``path:line``.
+
+    A file with nothing but comments is an empty overlay (a user may comment every entry out)."""
+    data, lines, problems = read_yaml(path)
+    if data is None and (not problems or [p.message for p in problems] == ["file is empty"]):
+        return {}, lines, []
+    if problems:
+        return {}, lines, problems
+    if not isinstance(data, Mapping):
+        return {}, lines, [Problem(path, 1, f"expected a mapping of mode slugs, got {type(data).__name__}")]
+    entries: dict[str, ModeOverlay] = {}
+    for slug, value in data.items():
+        try:  # one entry at a time, so a bad entry does not hide the problems of the others
+            entries.update(_OverlayFile.model_validate({slug: value}).root)
+        except ValidationError as exc:
+            problems += validation_problems(path, lines, exc)
+    return entries, lines, problems
+
+
+def apply_overlay(
+    mode: Mode, overlay: ModeOverlay, tools: Mapping[str, ToolDoc], *, path: Path, lines: LineMap
+) -> tuple[Mode | None, list[Problem]]:
+    """``mode`` with the overlay's values, resolved again: a permanent tool that is unknown, listed twice or not
+    allowed in the mode is a problem at the overlay's file and line (``lines`` is the overlay file's map)."""
+    updates = overlay.model_dump(exclude_none=True)
+    if not updates:
+        return mode, []
+    config = mode.config.model_copy(update=updates)
+    # resolve_mode locates a permanent tool by ("permanent", index): the overlay holds it under (slug, ...).
+    local = {key[1:]: line for key, line in lines.items() if key[:1] == (mode.slug,)}
+    resolved, problems = resolve_mode(config, tools, path=path, lines=local)
+    if resolved is None:
+        return None, problems
+    return replace(resolved, path=mode.path, overlay=path), []

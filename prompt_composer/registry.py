@@ -11,9 +11,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file, yaml_files
+from .docs import GroupDoc, ToolDoc, line_of, load_group_file, load_tool_file, yaml_files
 from .errors import LoadError, Problem, UnknownModeError, UnknownToolError
-from .modes import Mode, ModeConfig, load_mode_file, resolve_mode
+from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
 __all__ = ["Registry", "default_docs_dir", "load_registry"]
 
@@ -116,9 +116,13 @@ class Registry:
             raise UnknownToolError(name, list(self.tools)) from None
 
 
-def load_registry(directory: str | Path | None = None) -> Registry:
+def load_registry(directory: str | Path | None = None, *, overlay: str | Path | None = None) -> Registry:
     """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes) and the optional
     ``directory/groups/*.yaml`` (group workflows), all or nothing.
+
+    ``overlay`` is a per-user file, ``{mode slug: {permanent: [...], recent_size: N}}``, whose values replace the
+    mode files' (see :class:`~prompt_composer.modes.ModeOverlay`); its problems (an unknown mode, a permanent
+    tool the mode does not allow) are reported at its own lines like any other file's.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
     registry is returned. A folder without ``modes/`` is a registry with zero modes.
@@ -150,6 +154,8 @@ def load_registry(directory: str | Path | None = None) -> Registry:
             if config.slug in modes:
                 problems.append(Problem(path, 1, f"duplicate mode slug {config.slug!r}"))
             modes[config.slug] = mode
+    if overlay is not None:
+        problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
     groups: dict[str, GroupDoc] = {}
     for path in yaml_files(root / "groups"):
         group, group_problems = load_group_file(path)
@@ -161,3 +167,22 @@ def load_registry(directory: str | Path | None = None) -> Registry:
     if problems:
         raise LoadError(problems)
     return Registry._build(tools, modes, root, groups)
+
+
+def _apply_overlay_file(
+    path: Path, modes: dict[str, Mode], tools: Mapping[str, ToolDoc], stems: set[str]
+) -> list[Problem]:
+    """Replace the modes an overlay names (in place); the overlay's problems. A mode whose own file failed to
+    load (its slug is a file stem in ``stems``) is reported there, not again as unknown here."""
+    entries, lines, problems = load_overlay_file(path)
+    for slug, entry in entries.items():
+        if slug not in modes:
+            if slug not in stems:
+                known = ", ".join(sorted(modes)) or "none"
+                problems.append(Problem(path, line_of(lines, (slug,)), f"unknown mode {slug!r} (modes: {known})"))
+            continue
+        mode, mode_problems = apply_overlay(modes[slug], entry, tools, path=path, lines=lines)
+        problems += mode_problems
+        if mode is not None:
+            modes[slug] = mode
+    return problems

@@ -75,6 +75,7 @@ __all__ = [
     "SWE_AGENT_TOOL_MAP",
     "CostModel",
     "PolicyCost",
+    "PromptSizes",
     "ReplayParams",
     "ReplayReport",
     "Task",
@@ -466,13 +467,20 @@ def _head(prompt: ComposedPrompt, composer: Composer) -> tuple[list[tuple[object
 
 
 def replay_task(
-    composer: Composer, mode: Mode, task: Task, policy: str, params: ReplayParams | None = None
+    composer: Composer,
+    mode: Mode,
+    task: Task,
+    policy: str,
+    params: ReplayParams | None = None,
+    sizes: PromptSizes | None = None,
 ) -> tuple[PolicyCost, int]:
-    """One task under one policy (or ``"static"``): its cost, and how many of its steps the mode refused."""
-    return _replay_task(composer, mode, task, policy, params or ReplayParams(), _Sizes(composer, mode))
+    """One task under one policy (or ``"static"``): its cost, and how many of its steps the mode refused.
+
+    Pass one ``sizes`` for every task of a mode to compute its static prompt and fetch/inline sizes once."""
+    return _replay_task(composer, mode, task, policy, params or ReplayParams(), sizes or PromptSizes(composer, mode))
 
 
-class _Sizes:
+class PromptSizes:
     """What every task of a mode would recompute: the static prompt and the token counts of fetched and inline
     texts (rendering and serialising them again for each task was most of the replay's time)."""
 
@@ -500,7 +508,7 @@ class _Sizes:
 
 
 def _replay_task(
-    composer: Composer, mode: Mode, task: Task, policy: str, params: ReplayParams, sizes: _Sizes
+    composer: Composer, mode: Mode, task: Task, policy: str, params: ReplayParams, sizes: PromptSizes
 ) -> tuple[PolicyCost, int]:
     cost = PolicyCost(policy)
     cache = _Cache()
@@ -580,7 +588,7 @@ def replay(
     for slug in slugs:
         mode = composer.registry.mode(slug)
         sub = ReplayReport(f"{label} [{slug}]", [slug], params=params)
-        sizes = _Sizes(composer, mode)
+        sizes = PromptSizes(composer, mode)
         for task in task_list:
             sub.tasks += 1
             sub.steps += len(task.tools)

@@ -170,6 +170,8 @@ REGISTRY_ARGV = {
     "replay": ["replay"],
     "bench": ["bench", "--tasks", "t.jsonl", "--mode", "x", "--base-url", "http://127.0.0.1:9"],
     "serve": ["serve", "--mode", "x"],
+    "stats": ["stats", "--log", "events.jsonl"],
+    "tune": ["tune", "--mode", "x", "--traces", "t.jsonl"],
 }
 
 

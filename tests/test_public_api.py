@@ -75,6 +75,18 @@ PUBLIC = {
     "WrapOptions",
     "partial_result",
     "wrap",
+    # tuning a mode from use (prompt_composer.tune)
+    "TuneResult",
+    "tune_mode",
+    # the event log and what reads it (prompt_composer.events, prompt_composer.stats)
+    "DropCounts",
+    "EventLog",
+    "JsonlSink",
+    "OtelSink",
+    "Sink",
+    "StatsReport",
+    "compute_stats",
+    "read_events",
 }
 
 

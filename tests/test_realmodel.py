@@ -345,6 +345,51 @@ def test_run_completes_a_task_over_either_wire_format_and_the_second_request_is_
     assert second["cache_read_input_tokens"] >= 0.9 * prompt, out["requests"]
 
 
+def test_run_log_is_what_the_run_did_and_stats_reads_it(
+    base_url: str, docs: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """``run --log FILE`` on the local model, then ``stats --log FILE``: every event is well formed and belongs to
+    the run, the log's requests and tool calls are the run's (its JSON output), and stats counts as uses exactly
+    the calls the run executed. Whatever the model chose to do."""
+    log = tmp_path / "run.jsonl"
+    env = {**os.environ, "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "run", "--mode", "reader", "--task",
+         RUN_TASKS[1], "--base-url", base_url, "--model", "local", "--temperature", "0", "--workspace",
+         str(workspace), "--max-tokens", "300", "--max-iterations", str(MAX_ITERATIONS), "--format", "json",
+         "--log", str(log)],
+        capture_output=True, text=True, timeout=900, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr  # 1: still calling tools at the bound, partial result printed
+    out = json.loads(done.stdout)
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert events and "dropped" not in done.stderr
+    task = events[0]["task"]
+    for event in events:
+        assert event["v"] == 1 and event["task"] == task and event["mode"] == "reader", event
+        assert event["provider"] == "anthropic" and event["ts"] > 0 and "input" not in event and "output" not in event
+    requests = [e for e in events if e["event"] == "request"]
+    assert len(requests) == out["iterations"] and [r["usage"] for r in requests] == out["requests"]
+    assert all(r["outcome"] == "ok" and r["latency_s"] > 0 for r in requests)
+    calls = [e for e in events if e["event"] == "tool_call"]
+    assert [(c["tool"], c["outcome"] != "ok") for c in calls] == [(c["name"], c["is_error"]) for c in out["tool_calls"]]
+    done = subprocess.run(
+        [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "stats", "--log", str(log), "--format", "json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    executed: dict[str, int] = {}
+    for call in out["tool_calls"]:
+        if not call["is_error"]:
+            executed[call["name"]] = executed.get(call["name"], 0) + 1
+    assert {t["tool"]: t["uses"] for t in report["tools"] if t["uses"]} == executed
+    (mode,) = report["modes"]
+    assert mode["mode"] == "reader" and mode["tasks"] == 1 and mode["requests"] == len(out["requests"])
+    for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        assert mode[key] == out["usage"][key], key
+
+
 CLOCK_MODE = """slug: clock
 name: Clock
 role: You answer questions about dates and times with the tools of a time server.

@@ -12,16 +12,31 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import LoadError, PromptComposerError
-from . import agent, bench, core, discovery, gateway, interop, local
+from . import agent, bench, core, discovery, gateway, interop, local, stats, tune
 
 __all__ = ["main"]
 
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (core, interop, agent, bench, discovery, gateway, local)
+COMMAND_MODULES = (core, interop, agent, bench, discovery, gateway, local, stats, tune)
 
 # The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
 REGISTRY_COMMANDS = frozenset(
-    {"validate", "modes", "tools", "compose", "fetch", "audit", "run", "replay", "bench", "search", "eval", "serve"}
+    {
+        "validate",
+        "modes",
+        "tools",
+        "compose",
+        "fetch",
+        "audit",
+        "run",
+        "replay",
+        "bench",
+        "search",
+        "eval",
+        "serve",
+        "stats",
+        "tune",
+    }
 )
 
 
@@ -31,6 +46,12 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
         metavar="DIR",
         default=default,
         help="folder with tool YAMLs and modes/ (default: the shipped tool_docs)",
+    )
+    parser.add_argument(
+        "--overlay",
+        metavar="FILE",
+        default=default,
+        help="per-user mode overlay, {mode: {permanent: [...], recent_size: N}} (default: $PROMPT_COMPOSER_OVERLAY)",
     )
 
 
@@ -44,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
-    # `--docs DIR` is accepted before the subcommand and after it. The subcommand's copy has no default
-    # (SUPPRESS), so it sets args.docs only when given, and then wins over the top-level value.
+    # `--docs DIR` (and `--overlay FILE`) are accepted before the subcommand and after it. The subcommand's copy
+    # has no default (SUPPRESS), so it sets args.docs only when given, and then wins over the top-level value.
     missing = REGISTRY_COMMANDS - sub.choices.keys()
     if missing:
         raise RuntimeError(f"REGISTRY_COMMANDS names unregistered subcommands: {', '.join(sorted(missing))}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..composer import Composer, SystemInfo
+from ..events import EventLog
 from ..promotion import POLICIES
 from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
 from .core import loopback, plural, positive_int, registry_of
@@ -52,6 +53,18 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=positive_int, default=4096)
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line per request, tool call, fetch, search, refusal and promotion (read it with "
+        "stats); no tool input or output unless --log-content",
+    )
+    p.add_argument(
+        "--log-content",
+        action="store_true",
+        help="with --log: also log tool inputs, outputs and search queries (what learned search phrasings need)",
+    )
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("replay", help="replay tool-use sequences through each promotion policy and price them")
@@ -142,15 +155,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if isinstance(sdk, str):
         print(f"error: {sdk}", file=sys.stderr)
         return 2
+    events = None
+    if args.log is not None:
+        try:
+            events = EventLog(args.log, include_content=args.log_content)
+        except OSError as exc:
+            sdk.client.close()
+            print(f"error: cannot open the event log: {exc}", file=sys.stderr)
+            return 2
+
+    def close_log(log: EventLog) -> None:
+        drops = log.close()
+        if drops.total:  # a slow or failing log never held the run up; say what it lost
+            causes = ", ".join(f"{cause} {n}" for cause, n in drops.as_dict().items() if cause != "dropped" and n)
+            print(f"# event log {args.log}: {drops.total} events dropped ({causes})", file=sys.stderr)
+
     with contextlib.ExitStack() as stack:
+        if events is not None:
+            stack.callback(close_log, events)
         if args.servers is not None:  # imported tools go to their servers (started on first use, stopped at exit)
             from ..upstreams import mcp_executors
 
             executors.update(stack.enter_context(mcp_executors(registry, args.servers)))
-        return _run_task(args, registry, sdk, executors)
+        return _run_task(args, registry, sdk, executors, events)
 
 
-def _run_task(args: argparse.Namespace, registry: Any, sdk: Sdk, executors: dict[str, Any]) -> int:
+def _run_task(
+    args: argparse.Namespace, registry: Any, sdk: Sdk, executors: dict[str, Any], events: EventLog | None
+) -> int:
     from ..loop import MaxIterationsError, partial_result, wrap
 
     with sdk.client:
@@ -163,6 +195,7 @@ def _run_task(args: argparse.Namespace, registry: Any, sdk: Sdk, executors: dict
             task_id=f"run-{uuid.uuid4().hex[:12]}",
             policy=args.policy,
             system_info=SystemInfo.detect(args.workspace),
+            events=events,
         )
         try:
             result = client.run(

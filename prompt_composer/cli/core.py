@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,6 +17,8 @@ from ..localmodel import is_loopback
 from ..providers import PROVIDERS, tools_for
 from ..registry import Registry, load_registry
 from ..security import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
+
+OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
 
 def register(sub: Any) -> None:
@@ -80,8 +83,10 @@ def loopback(url: str | None) -> bool:
 
 
 def registry_of(args: argparse.Namespace) -> Registry:
-    """The registry of ``--docs`` (given before or after the subcommand), else the shipped one."""
-    return load_registry(args.docs)
+    """The registry of ``--docs`` (given before or after the subcommand), else the shipped one; with the per-user
+    overlay of ``--overlay`` or ``$PROMPT_COMPOSER_OVERLAY`` applied, when either names one."""
+    overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
+    return load_registry(args.docs, overlay=overlay)
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:

@@ -35,6 +35,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--call-timeout", type=float, default=60.0, metavar="SECONDS", help="bound on one upstream call (60)"
     )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line per tools/list, tool call, fetch, search, refusal and promotion (read it with "
+        "stats); no tool input or output unless --log-content",
+    )
+    p.add_argument("--log-content", action="store_true", help="with --log: also log tool inputs, outputs and queries")
     p.set_defaults(handler=cmd_serve)
 
 
@@ -46,6 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
         return 2
+    from ..events import EventLog
     from ..executors import ExecutorError, workspace_executors
     from ..upstreams import Upstreams, load_servers
 
@@ -64,13 +73,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             await serve_stdio(gateway)
 
+    try:
+        events = EventLog(args.log, include_content=args.log_content) if args.log is not None else None
+    except OSError as exc:
+        print(f"error: cannot open the event log: {exc}", file=sys.stderr)
+        return 2
+
     async def main() -> None:
         if args.servers is None:  # imported tools are refused, saying that no servers file was given
-            await serve(Gateway(registry, args.mode, executors=executors))
+            await serve(Gateway(registry, args.mode, executors=executors, events=events))
             return
         async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
-            await serve(Gateway(registry, args.mode, upstreams=upstreams, executors=executors))
+            await serve(Gateway(registry, args.mode, upstreams=upstreams, executors=executors, events=events))
 
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server
-        anyio.run(main)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server
+            anyio.run(main)
+    finally:
+        if events is not None and (drops := events.close()).total:
+            print(f"# event log {args.log}: {drops.total} events dropped", file=sys.stderr)
     return 0

@@ -1,0 +1,71 @@
+"""``prompt-composer stats``: per-tool and per-mode counts from an event log or from tool-use traces (see
+:mod:`prompt_composer.stats`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..replay import load_traces
+from ..stats import DEFAULT_TOP, compute_stats, read_events, trace_events
+from .core import positive_int, registry_of
+
+DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "stats",
+        help="per tool: uses, first uses, fetches, refusals, errors; per mode: requests, tokens, cache hit rate, "
+        "unused permanent tools, most used brief tools; from an event log (run/serve --log) or traces",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--log",
+        metavar="FILE",
+        action="append",
+        help="an event log written by run --log / serve --log (JSONL); repeatable",
+    )
+    source.add_argument(
+        "--traces",
+        metavar="FILE",
+        help="SWE-agent traces (JSONL, as replay reads them): each step is a call of its mapped tool in --mode",
+    )
+    p.add_argument(
+        "--mode",
+        default=None,
+        help=f"with --traces: the mode the steps are called in (default: {DEFAULT_TRACE_MODE}); with --log: only "
+        "this mode's events",
+    )
+    p.add_argument(
+        "--top", type=positive_int, default=DEFAULT_TOP, help=f"brief tools listed per mode (default {DEFAULT_TOP})"
+    )
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.set_defaults(handler=cmd_stats)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    registry = registry_of(args)  # the modes' permanent and allowed tools
+    if args.traces is not None:
+        mode = registry.mode(args.mode or DEFAULT_TRACE_MODE).slug  # an unknown mode exits 2
+        tasks = load_traces(args.traces)
+        report = compute_stats(
+            trace_events(tasks, registry, mode), registry, source=f"{args.traces} in mode {mode}", top=args.top
+        )
+        empty = sum(1 for task in tasks if not task.tools)
+        report.notes.insert(
+            0,
+            f"{len(tasks)} sequences, {empty} of them without a tool step (only malformed ones); each step counts "
+            "as one request; traces carry no token usage",
+        )
+    else:
+        events, skipped = read_events(args.log)
+        if args.mode is not None:  # a mode the registry no longer has may still be in an old log
+            events = [event for event in events if event.get("mode") == args.mode]
+        report = compute_stats(events, registry, source=", ".join(args.log), top=args.top, skipped_lines=skipped)
+    if args.format == "json":
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.render(markdown=args.format == "markdown"))
+    return 0
