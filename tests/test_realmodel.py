@@ -345,7 +345,7 @@ def test_run_completes_a_task_over_either_wire_format_and_the_second_request_is_
     assert second["cache_read_input_tokens"] >= 0.9 * prompt, out["requests"]
 
 
-def test_run_log_is_what_the_run_did_and_stats_reads_it(
+def test_run_log_is_what_the_run_did_and_stats_and_tune_read_it(
     base_url: str, docs: Path, workspace: Path, tmp_path: Path
 ) -> None:
     """``run --log FILE`` on the local model, then ``stats --log FILE``: every event is well formed and belongs to
@@ -388,6 +388,24 @@ def test_run_log_is_what_the_run_did_and_stats_reads_it(
     assert mode["mode"] == "reader" and mode["tasks"] == 1 and mode["requests"] == len(out["requests"])
     for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         assert mode[key] == out["usage"][key], key
+    # tune reads the same log: one sequence (this task), never a tool the mode does not allow.
+    done = subprocess.run(
+        [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "tune", "--mode", "reader", "--log", str(log),
+         "--format", "json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if not calls:
+        assert done.returncode == 2 and "no tool calls" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    tuned = json.loads(done.stdout)
+    assert set(tuned) == {"mode", "current", "proposed", "fit_sequences", "heldout_sequences"}
+    # One sequence cannot be split: tune then reports on the fit part itself (its text output says so).
+    assert tuned["fit_sequences"] == tuned["heldout_sequences"] == 1
+    assert tuned["current"]["permanent"] == ["read_file", "list_files"]
+    allowed = set(load_registry(docs).mode("reader").allowed)
+    assert set(tuned["proposed"]["permanent"]) <= allowed
+    assert tuned["proposed"]["heldout_cost"] <= tuned["current"]["heldout_cost"]
 
 
 CLOCK_MODE = """slug: clock
