@@ -100,7 +100,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol, Self, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+if TYPE_CHECKING:
+    from .discovery import SearchToolResult
 
 __all__ = [
     "EVENT_KINDS",
@@ -111,6 +114,7 @@ __all__ = [
     "JsonlSink",
     "OtelSink",
     "Sink",
+    "search_fields",
 ]
 
 SCHEMA_VERSION = 1
@@ -479,3 +483,20 @@ class OtelSink:
 
     def close(self) -> None:
         """Nothing to release: the providers belong to the caller (flush or shut them down there)."""
+
+
+def search_fields(found: SearchToolResult, *, include_content: bool) -> dict[str, Any]:
+    """The fields of a ``search`` event for a ``tool_search`` answer, the same from the loop and the gateway (the
+    query text only with content)."""
+    assert found.result is not None
+    result = found.result
+    return {
+        "hits": list(result.names),
+        "hit_count": len(result.hits),
+        "total": result.total,
+        "miss": result.miss is not None,
+        "confidence": result.confidence,
+        "strategy": result.strategy,
+        "activated": list(found.activated),
+        **({"query": result.query} if include_content else {}),
+    }

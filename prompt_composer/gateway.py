@@ -47,7 +47,7 @@ from .discovery import (
     handle_tool_search,
     tool_search_definition,
 )
-from .events import EventLog
+from .events import EventLog, search_fields
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, fetch_tool_definition, handle_fetch
 from .loop import LazySearch
@@ -258,20 +258,7 @@ class Gateway:
     def _search_events(self, client: _Client, found: SearchToolResult) -> None:
         if self.events is None or found.result is None:
             return
-        result = found.result
-        self._emit(
-            client,
-            "search",
-            call_id=None,
-            hits=list(result.names),
-            hit_count=len(result.hits),
-            total=result.total,
-            miss=result.miss is not None,
-            confidence=result.confidence,
-            strategy=result.strategy,
-            activated=list(found.activated),
-            **({"query": result.query} if self.events.include_content else {}),
-        )
+        self._emit(client, "search", call_id=None, **search_fields(found, include_content=self.events.include_content))
         for tool in found.activated:
             self._emit(client, "promotion", tool=tool, kind="discovered")
 

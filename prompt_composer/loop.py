@@ -88,7 +88,7 @@ from .discovery import (
     handle_tool_search,
 )
 from .errors import PromptComposerError
-from .events import EventLog
+from .events import EventLog, search_fields
 from .executors import ExecutorError, ToolExecutor
 from .fetch import FETCH_TOOL_NAME, FetchResult, closest_names, handle_fetch
 from .live import LiveRegistry
@@ -908,21 +908,8 @@ class Loop:
     def _search_events(self, call: Call, iteration: int, found: SearchToolResult) -> None:
         if self.events is None or found.result is None:
             return
-        result = found.result
-        query = {"query": result.query} if self.events.include_content else {}
-        self._emit(
-            "search",
-            iteration=iteration,
-            call_id=call.id,
-            hits=list(result.names),
-            hit_count=len(result.hits),
-            total=result.total,
-            miss=result.miss is not None,
-            confidence=result.confidence,
-            strategy=result.strategy,
-            activated=list(found.activated),
-            **query,
-        )
+        fields = search_fields(found, include_content=self.events.include_content)
+        self._emit("search", iteration=iteration, call_id=call.id, **fields)
         for tool in found.activated:
             self._emit("promotion", iteration=iteration, tool=tool, kind="discovered")
 
