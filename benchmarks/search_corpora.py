@@ -8,10 +8,11 @@ are the expected names of the queries. One mode, ``all``, allows every tool.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,4 +168,55 @@ def baseline_texts(corpus: str, root: Path = CORPORA) -> dict[str, str]:
         name = api_name(row["name"])
         words = " ".join(re.split(r"[_\-:]+|(?<=[a-z])(?=[A-Z])", row["name"]))
         out[name] = f"{words} {row.get('description') or ''}"
+    return out
+
+
+# --- our own query sets, splits and learned phrasings ---------------------------------------------------------
+
+TEST_DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+
+
+def no_match_queries(path: Path = TEST_DATA / "no_match_queries.jsonl") -> list[dict[str, Any]]:
+    """Requests a coding agent's catalog cannot serve (order a pizza, book a flight…), in ten languages:
+    ``{"query", "lang"}``."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def shipped_queries(name: str) -> list[dict[str, Any]]:
+    """Our queries against the shipped docs: ``shipped_queries.jsonl`` (English, mode code) or
+    ``multilingual_queries.jsonl`` (nine languages, mode debug)."""
+    return list(read_queries(TEST_DATA / name))
+
+
+def bucket(text: str, buckets: int) -> int:
+    """A stable bucket of a query (sha256 of its text), for seeded splits that do not depend on file order."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % buckets
+
+
+def is_report_half(text: str) -> bool:
+    """Miss calibration fits on one half of each query set and reports on the other (this one)."""
+    return bucket(text, 2) == 1
+
+
+def cross_fitted_phrasings(
+    rows: Sequence[dict[str, Any]], folds: int | None
+) -> list[tuple[list[int], dict[str, list[str]]]]:
+    """Learned phrasings the honest way: the rows split into ``folds`` (by :func:`bucket`; ``None``: one row
+    per fold, leave-one-out), and for each fold, the phrasings learned from every other fold (each query was a
+    request that led to its tools' use). Returns ``(row indices of the fold, phrasings)`` pairs, so no query is
+    ever ranked by a search that learned from it."""
+    from prompt_composer.search import phrasings_from_pairs
+
+    if folds is None:
+        assignment = list(range(len(rows)))
+        folds = len(rows)
+    else:
+        assignment = [bucket(r["query"], folds) for r in rows]
+    out = []
+    for fold in range(folds):
+        members = [i for i, f in enumerate(assignment) if f == fold]
+        if not members:
+            continue
+        pairs = ((r["query"], t) for i, r in enumerate(rows) if assignment[i] != fold for t in r["tools"])
+        out.append((members, phrasings_from_pairs(pairs)))
     return out

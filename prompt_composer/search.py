@@ -7,7 +7,12 @@ in a result list, a miss explanation or a warning, not even by name.
 The lexical path needs only the standard library (an inverted index whose postings hold precomputed BM25F
 weights, so a query is a few dictionary walks). The embedding path uses an :class:`~.embeddings.Embedder`
 (numpy) when one is given or the optional extra is installed; without it, searches fall back to lexical with
-one warning.
+one warning. Tool vectors persist in the user cache (:mod:`.embeddings`).
+
+A multi-step request is decomposed into needs (:func:`decompose`), each searched; requests that led to a tool's
+use (:class:`Phrasings`, e.g. from an event log: :func:`load_phrasings`) become extra text of that tool. Whether
+anything matched is a calibrated probability (:data:`MISS_MODELS`); below :data:`MISS_CONFIDENCE` the result is an
+explained miss.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,11 +46,16 @@ __all__ = [
     "Hit",
     "LexicalIndex",
     "Miss",
+    "Phrasings",
     "SearchResult",
     "Selection",
     "Strategy",
     "ToolSearch",
+    "decompose",
     "doc_fingerprint",
+    "load_phrasings",
+    "phrasings_from_events",
+    "phrasings_from_pairs",
     "split_identifier",
     "tokenize",
 ]
@@ -244,9 +254,11 @@ class LexicalIndex:
         *,
         weights: Mapping[str, tuple[float, float]] = DEFAULT_FIELD_WEIGHTS,
         k1: float = 1.2,
+        weak_fields: Collection[str] = ("full",),
     ) -> None:
         self.names: list[str] = []
         field_terms: list[dict[str, Counter[str]]] = []
+        self._strong: list[frozenset[str]] = []  # per doc, the terms of its fields other than ``weak_fields``
         totals: dict[str, int] = dict.fromkeys(weights, 0)
         for name, fields in docs:
             self.names.append(name)
@@ -256,6 +268,7 @@ class LexicalIndex:
                 per_field[fname] = Counter(terms)
                 totals[fname] += len(terms)
             field_terms.append(per_field)
+            self._strong.append(frozenset(t for f, c in per_field.items() if f not in weak_fields for t in c))
         n = len(self.names)
         self.size = n
         avg = {f: (totals[f] / n if n else 0.0) or 1.0 for f in weights}
@@ -307,8 +320,9 @@ class LexicalIndex:
         best = heapq.nsmallest(limit, scored, key=key) if limit is not None else sorted(scored, key=key)
         return [(name, score) for score, name in best]
 
-    def coverage(self, query: str | Counter[str], name: str) -> float:
-        """The idf-weighted share of the query's terms that occur in the tool's doc (0..1).
+    def coverage(self, query: str | Counter[str], name: str, *, strong: bool = False) -> float:
+        """The idf-weighted share of the query's terms that occur in the tool's doc (0..1); ``strong``: in its
+        fields other than the weak ones (the full text), where a match says more about what the tool is for.
 
         Each term weighs ``1 + idf``; a term the index has never seen weighs like one seen in a single doc, so a
         query in a language the docs do not use has low coverage even if one common word matches, while one
@@ -318,10 +332,14 @@ class LexicalIndex:
         if not terms:
             return 0.0
         doc_id = self._position.get(name)
+        strong_terms = self._strong[doc_id] if strong and doc_id is not None else None
         total = matched = 0.0
         for term in terms:
             idf = 1.0 + self.idf.get(term, self.unseen_idf)
             total += idf
+            if strong_terms is not None:
+                matched += idf if term in strong_terms else 0.0
+                continue
             posting = self.postings.get(term)
             if doc_id is not None and posting is not None and doc_id in posting:
                 matched += idf
@@ -337,6 +355,143 @@ class LexicalIndex:
         second = ranked[1][1] if len(ranked) > 1 else 0.0
         margin = (top - second) / top if top > 0 else 0.0
         return round(cover * (0.75 + 0.25 * min(1.0, 2.0 * margin)), 4)
+
+
+# --- decomposition: a task into needs ------------------------------------------------------------------------
+
+# Real tasks name several steps ("find the paper, read it, then save a summary to notes.md"); one search over the
+# whole text finds the step its words dominate. Splitting is lexical: sentences, then connectives ("then",
+# "finally", "also", ";"), then a comma or "and" in front of an action verb. No model, so it costs microseconds
+# and behaves the same in every process.
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|:\s+|\n+")
+_CONNECTIVES = re.compile(
+    r"\s*,?\s*\b(?:and then|then|after that|afterwards|finally|also|next|und dann|dann|danach|anschließend|"
+    r"luego|después|despues|puis|ensuite|potem|następnie|затем|потом|e poi|poi|depois)\b\s*,?\s*"
+    r"|\s*(?:然后|接着|之后|并且|再把)\s*",
+    re.IGNORECASE,
+)
+# Verbs that start a step of a request to an agent with tools; ", VERB" or "and VERB" starts a new need.
+_ACTION_VERBS = (  # noqa: SIM905 (a word list reads better as text)
+    "add analyse analyze book build calculate change check click collect compare compile compute convert copy count "
+    "create delete deploy describe download draft draw edit email estimate evaluate explain export extract fetch "
+    "fill find fix generate get give identify import include insert install introduce list load locate look make map "
+    "merge move navigate notify open organise organize pick plan plot post print publish pull push read recommend "
+    "remind remove rename render replace report research retrieve review run save scan schedule search send set show "
+    "sort split store suggest summarise summarize take tell test track translate update upload verify view visualise "
+    "visualize write"
+).split()
+_VERB_SPLIT = re.compile(r"\s*(?:,\s*(?:and\s+)?|\s+and\s+)(?=(?:" + "|".join(_ACTION_VERBS) + r")\b)", re.IGNORECASE)
+MAX_NEEDS = 8  # each need costs a lexical pass and, with embeddings, one query embedding
+
+
+def decompose(query: str) -> list[str]:
+    """The needs of a request, in order: its sentences and clauses, split at connectives ("then", "finally",
+    "also", ";") and at a comma or "and" before an action verb. Fragments with no searchable word ("Also",
+    a base64 blob) are dropped, duplicates too; at most :data:`MAX_NEEDS`. A one-step request gives itself."""
+    needs: list[str] = []
+    for sentence in _SENTENCES.split(query):
+        for clause in _CONNECTIVES.split(sentence):
+            for part in _VERB_SPLIT.split(clause):
+                text = part.strip(" \t,.;:!?-。！？；，、")
+                if text and tokenize(text) and text not in needs:
+                    needs.append(text)
+    if len(needs) <= 1:
+        return [query.strip()] if query.strip() else []
+    return needs[:MAX_NEEDS]
+
+
+# --- learned phrasings ---------------------------------------------------------------------------------------
+
+
+class Phrasings:
+    """What use taught: per tool, the requests that led to its successful use (``tool -> [request, ...]``).
+
+    They become extra text of their tool: a lexical field of their own (the words real users used for it), a set
+    of vectors the query is compared with (the closest past request counts), and co-use: tools whose phrasings
+    share a request were used for the same task, so finding one suggests the other. Tools the registry does not
+    hold are ignored; blank requests too. Built from a plain mapping, e.g. from an event log's ``search`` events
+    (query text is opt-in there).
+    """
+
+    def __init__(self, phrasings: Mapping[str, Sequence[str]], tools: Iterable[str]) -> None:
+        known = set(tools)
+        self.by_tool: dict[str, tuple[str, ...]] = {}
+        for tool, texts in phrasings.items():
+            if tool in known:
+                kept = tuple(dict.fromkeys(t.strip() for t in texts if t and t.strip()))
+                if kept:
+                    self.by_tool[tool] = kept
+        owners: dict[str, list[str]] = {}
+        for tool, texts in self.by_tool.items():
+            for text in texts:
+                owners.setdefault(text, []).append(tool)
+        self.texts: tuple[str, ...] = tuple(owners)
+        self.owners: tuple[tuple[str, ...], ...] = tuple(tuple(owners[t]) for t in self.texts)
+        # P(b used | a used), over the requests a was used for.
+        co_use: dict[str, dict[str, float]] = {}
+        for tool, texts in self.by_tool.items():
+            counts: Counter[str] = Counter()
+            for text in texts:
+                counts.update(o for o in owners[text] if o != tool)
+            if counts:
+                co_use[tool] = {other: n / len(texts) for other, n in counts.items()}
+        self.co_use = co_use
+        self.index = (
+            LexicalIndex(
+                ((tool, {"learned": "\n".join(texts)}) for tool, texts in self.by_tool.items()), weights=_LEARNED
+            )
+            if self.by_tool
+            else None
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.by_tool)
+
+
+_LEARNED: Mapping[str, tuple[float, float]] = {"learned": (1.0, 0.75)}
+
+
+def phrasings_from_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(request, tool)`` pairs (say, a search and the tool then used successfully) → ``tool -> [request, ...]``."""
+    out: dict[str, list[str]] = {}
+    for request, tool in pairs:
+        out.setdefault(tool, []).append(request)
+    return out
+
+
+# Tools the loop answers itself: using them says nothing about what a search was for.
+_LOOP_TOOLS = frozenset({"tool_search", "fetch_tool_description", "call_tool"})
+
+
+def phrasings_from_events(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Learned phrasings from an event log (:mod:`.events`, JSONL format 1): a ``search`` event's ``query`` becomes a
+    phrasing of each of its ``hits`` that the same task then used successfully (a later ``tool_call`` with
+    ``outcome: "ok"``). Searches logged without their query (a log written without content) teach nothing."""
+    pending: dict[str, list[tuple[str, set[str]]]] = {}  # task -> searches so far: (query, hits not yet used)
+    pairs: list[tuple[str, str]] = []
+    for event in events:
+        kind, task = event.get("event"), str(event.get("task"))
+        if kind == "search":
+            query, hits = event.get("query"), event.get("hits")
+            if isinstance(query, str) and query.strip() and isinstance(hits, list):
+                pending.setdefault(task, []).append((query, {h for h in hits if isinstance(h, str)}))
+        elif kind == "tool_call" and event.get("outcome") == "ok":
+            tool = event.get("tool")
+            if not isinstance(tool, str) or tool in _LOOP_TOOLS:
+                continue
+            for query, hits in pending.get(task, ()):
+                if tool in hits:
+                    hits.discard(tool)  # one phrasing per (search, tool), however often the tool is used
+                    pairs.append((query, tool))
+    return phrasings_from_pairs(pairs)
+
+
+def load_phrasings(paths: Iterable[str | Path]) -> dict[str, list[str]]:
+    """:func:`phrasings_from_events` over one or more JSONL event logs (unreadable lines are skipped)."""
+    from .stats import read_events
+
+    events, _skipped = read_events(paths)
+    return phrasings_from_events(events)
 
 
 # --- results ------------------------------------------------------------------------------------------
@@ -440,27 +595,63 @@ class Selection:
 # cosine (z-score over the mode's tools, as a share of the top one). Measured on MetaTool dev (tuned on a random
 # half, checked on the other): 0.35 recalls ~2 points more at 5 than confidence-weighted reciprocal-rank fusion.
 FUSION_LEXICAL_WEIGHT = 0.35
-# Below these a result is a miss: nothing matched well.
-MISS_COVERAGE = 0.34
-# Off-topic requests in several languages: the top cosines they reach calibrate the semantic miss line.
-_OFF_TOPIC = (
-    "bake a chocolate cake for a birthday party",
-    "what will the weather be like tomorrow",
-    "book a cheap flight to Tokyo",
-    "recommend a jazz album to relax",
-    "translate this love poem into Latin",
-    "buy running shoes online",
-    "wie spät ist es in Sydney",
-    "¿dónde está la biblioteca municipal?",
-    "我想吃火锅",
-    "jaki film obejrzeć wieczorem",
-    "la recette de la ratatouille",
-    "xyzzy plugh frobnicate",
-)
+# Learned phrasings add to a text's score: the BM25 of the learned field (share of its top) and how close the
+# nearest past request is (cosine above LEARNED_COSINE_FLOOR, rescaled to 0..1). Tuned on MetaTool and
+# LiveMCPBench dev with phrasings cross-fitted (a query never sees its own phrasing): see bench_search.py.
+LEARNED_LEXICAL_WEIGHT = 0.3
+LEARNED_SEMANTIC_WEIGHT = 0.8
+LEARNED_COSINE_FLOOR = 0.3
+# A decomposed task scores each tool by the better of the whole text and its best need (discounted a little:
+# a need is a shorter, noisier text than the task).
+NEED_WEIGHT = 0.9
+# Co-use: the CO_USE_TOP best tools lend CO_USE_WEIGHT × their score × P(b used | a used) to each tool b.
+CO_USE_WEIGHT = 0.2
+CO_USE_TOP = 5
 KEYWORD_RELATIVE = 0.3
 SEMANTIC_BAND = 0.1
 _SEMANTIC_TEXT_CHARS = 1500
 _SEMANTIC_HEAD_CHARS = 400  # of the full text, in the one of a tool's semantic texts that reads it
+
+# Miss calibration: P(a tool of the mode serves the request) = sigmoid(bias + Σ weight × evidence), a logistic
+# regression fitted by `python3 benchmarks/bench_search.py --calibrate` on half of our no-match requests
+# (tests/data/no_match_queries.jsonl, against the shipped docs) and half of the real MetaTool / LiveMCPBench dev
+# queries and our own shipped-docs queries; the other halves report the miss rate and what the line costs. The
+# line is the highest that costs no real query set more than 0.02 recall@5 on the fitting half; the bias is
+# shifted so that it sits at MISS_CONFIDENCE. Evidence, from the best-matching text of the
+# request (the whole request or one of its needs):
+# - ``cover``: the idf-weighted share of the query's words found in the top lexical hit's name, queries, brief or
+#   hint (not its full text: one common word deep in a manual is no evidence); ``cover_all``: over every field;
+# - ``cos_rel``: how far the top cosine stands above the cosine that small talk reaches in this mode
+#   (:data:`_SMALL_TALK`), as a share of the way to 1; relative, so a model whose cosines run high (e5) reads the
+#   same line as one whose cosines run low (USE).
+MISS_MODELS: Mapping[str, tuple[float, Mapping[str, float]]] = {
+    "keyword": (-0.397, {"cover": 3.21, "cover_all": 2.65}),
+    "semantic": (-0.455, {"cos_rel": 6.79}),
+    "hybrid": (-0.966, {"cover": 2.37, "cover_all": 2.14, "cos_rel": 5.62}),
+}
+MISS_CONFIDENCE = 0.5  # below this, the result is an explained miss
+# Requests that match no tool of any catalog: the top cosine they reach is a mode's baseline for ``cos_rel``.
+_SMALL_TALK = (
+    "hello",
+    "thanks, that's all for now",
+    "ok, sounds good",
+    "lorem ipsum dolor sit amet",
+    "the quick brown fox jumps over the lazy dog",
+    "xyzzy plugh frobnicate",
+    "asdf qwerty zxcv",
+    "yes please",
+    "I see what you mean",
+    "hmm, let me think about it",
+)
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One text's scores over the allowed tools, and the evidence that it matches anything."""
+
+    scores: dict[str, float]
+    similarity: dict[str, float]
+    evidence: dict[str, float]
 
 
 class ToolSearch:
@@ -469,7 +660,14 @@ class ToolSearch:
     ``embedder``: an :class:`~.embeddings.Embedder`, ``None`` to load the default lazily when a semantic or
     hybrid search first needs it, or ``False`` for lexical only. If no embedder can be had, semantic and
     hybrid searches fall back to keyword with one warning (logged once, and carried by the result).
-    Tool vectors are cached by doc fingerprint (``cache_path`` persists them between runs).
+
+    Tool vectors are cached per text (sha256) and model, and persist by default in the user cache
+    (:func:`~.embeddings.vector_cache_path`): a new process embeds nothing it has seen, and editing one doc of a
+    large registry re-embeds that doc only. ``cache_path`` names another file; ``False`` keeps vectors in memory.
+
+    ``phrasings`` (``tool -> [request, ...]``, see :class:`Phrasings`) are requests that led to a tool's
+    successful use; they make the tool easier to find with the words real users used for it. ``decompose``:
+    search each need of a multi-step request too (:func:`decompose`).
     """
 
     def __init__(
@@ -477,19 +675,28 @@ class ToolSearch:
         registry: Registry,
         *,
         embedder: Embedder | Literal[False] | None = None,
-        cache_path: str | Path | None = None,
+        cache_path: str | Path | Literal[False] | None = None,
         weights: Mapping[str, tuple[float, float]] = DEFAULT_FIELD_WEIGHTS,
+        phrasings: Mapping[str, Sequence[str]] | None = None,
+        decompose: bool = True,
     ) -> None:
         self.registry = registry
+        self.decompose = decompose
         self.lexical = LexicalIndex(((n, doc_fields(d)) for n, d in registry.tools.items()), weights=weights)
+        self.phrasings = Phrasings(phrasings or {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
         self._embedder_error: str | None = None
-        self._cache_path = Path(cache_path) if cache_path is not None else None
+        self._cache_path: Path | Literal[False] | None = (
+            False if cache_path is False else Path(cache_path) if cache_path is not None else None
+        )
         self._vectors: Any = None  # numpy (n, d) in registry order, built on first semantic use
+        self._phrase_vectors: Any = None  # numpy (p, d), one row per distinct learned request
+        self._phrase_pairs: Any = None  # (request rows, tool positions): who used each learned request
+        self._small_talk: Any = None  # numpy (len(_SMALL_TALK), d)
+        self._lines: dict[bytes, float] = {}  # allowed-tool mask -> small-talk line
         self._lock = threading.Lock()
         self._warned: set[str] = set()
-        self._miss_cosine: float | None = None
 
     # -- embeddings -------------------------------------------------------------------------------
 
@@ -523,8 +730,22 @@ class ToolSearch:
             self._warned.add(message)
             log.warning(message)
 
+    @property
+    def cache_file(self) -> Path | None:
+        """Where tool vectors persist (``None``: in memory only, or no embedder yet)."""
+        if self._cache_path is False:
+            return None
+        if self._cache_path is not None:
+            return self._cache_path
+        embedder = self._embedder
+        if embedder is None:
+            return None
+        from .embeddings import vector_cache_path
+
+        return vector_cache_path(embedder.name)
+
     def tool_vectors(self) -> Any:
-        """The (n, d) matrix of tool vectors in registry order (computed once; cached per doc fingerprint).
+        """The (n, d) matrix of tool vectors in registry order (computed once; cached per text on disk).
 
         A tool's vector is the mean of the unit vectors of its :func:`semantic_texts`, not re-normalised: its dot
         product with a query is the query's mean cosine over those short texts (the encoder reads short texts
@@ -538,7 +759,7 @@ class ToolSearch:
 
                 from .embeddings import EmbeddingCache
 
-                cache = EmbeddingCache(embedder, self._cache_path)
+                cache = EmbeddingCache(embedder, self.cache_file)
                 keys: list[list[str]] = []  # per tool in registry order, the cache keys of its texts
                 keyed: dict[str, str] = {}
                 for doc in self.registry.tools.values():
@@ -546,33 +767,39 @@ class ToolSearch:
                     texts = semantic_texts(doc)
                     keys.append([f"{fingerprint}/{i}" for i in range(len(texts))])
                     keyed.update(zip(keys[-1], texts, strict=True))
-                vectors = cache.embed(keyed)
-                if self._cache_path is not None:
+                learned = {f"learned/{i}": _for_embedding(text) for i, text in enumerate(self.phrasings.texts)}
+                vectors = cache.embed({**keyed, **learned})
+                self._small_talk = np.stack(cache.embed_queries(_SMALL_TALK)).astype(np.float32)
+                try:
                     cache.save()
+                except OSError as exc:  # a read-only or full cache: search works, the next process re-embeds
+                    log.warning("could not save tool vectors to %s: %s", cache.path, exc)
                 if keys:
                     matrix = np.stack([np.mean([np.asarray(vectors[k]) for k in tool], axis=0) for tool in keys])
                 else:
                     matrix = np.zeros((0, 1), dtype=np.float32)
+                if learned:
+                    self._phrase_vectors = np.stack([np.asarray(vectors[k]) for k in learned]).astype(np.float32)
+                    position = {name: i for i, name in enumerate(self.registry.tools)}
+                    owned = enumerate(self.phrasings.owners)
+                    pairs = [(row, position[o]) for row, owners in owned for o in owners]
+                    self._phrase_pairs = (
+                        np.array([r for r, _t in pairs], dtype=np.int64),
+                        np.array([t for _r, t in pairs], dtype=np.int64),
+                    )
                 self._vectors = matrix.astype(np.float32)
             return self._vectors
 
-    def miss_cosine(self) -> float:
-        """The cosine below which a semantic top hit is a miss, calibrated per embedder and registry: just
-        above what off-topic queries reach (cosine scales differ widely between models)."""
-        if self._miss_cosine is None:
-            import numpy as np
+    def _query_vector(self, embedder: Embedder, text: str) -> Any:
+        import numpy as np
 
-            embedder = self._get_embedder()
-            assert embedder is not None
-            matrix = self.tool_vectors()
-            if matrix.shape[0] == 0:
-                self._miss_cosine = 1.0
-            else:
-                tops = np.array([float(np.max(matrix @ embedder.embed_query(q))) for q in _OFF_TOPIC])
-                self._miss_cosine = float(tops.mean() + 2.0 * tops.std())
-        return self._miss_cosine
+        q = np.asarray(embedder.embed_query(text), dtype=np.float32)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("the embedder returned a vector with NaN or infinite values")
+        return q
 
     def _semantic_rank(self, query: str, allows: Callable[[str], bool]) -> list[tuple[str, float]]:
+        """The allowed tools by cosine with ``query``, best first."""
         import numpy as np
 
         embedder = self._get_embedder()
@@ -581,12 +808,117 @@ class ToolSearch:
         names = list(self.registry.tools)
         if not names:
             return []
-        q = np.asarray(embedder.embed_query(query), dtype=np.float32)
-        if not np.all(np.isfinite(q)):
-            raise ValueError("the embedder returned a vector with NaN or infinite values")
-        sims = matrix @ q
+        sims = matrix @ self._query_vector(embedder, query)
         order = np.argsort(-sims, kind="stable")
         return [(names[i], float(sims[i])) for i in order if allows(names[i])]
+
+    # -- scoring one text -------------------------------------------------------------------------
+
+    def _score_text(
+        self, text: str, used: SearchStrategy, allows: Callable[[str], bool], vector: Any = None
+    ) -> _Scored:
+        """Scores (about 0..1, the best plain match near 1) and 0..1 similarities of the allowed tools for one
+        text, plus the evidence the miss model reads."""
+        terms = self.lexical.query_terms(text)
+        scores: dict[str, float] = {}
+        similarity: dict[str, float] = {}
+        evidence: dict[str, float] = {"cover": 0.0, "cover_all": 0.0, "cos": 0.0, "cos_rel": 0.0}
+        if used != "semantic":
+            lexical = self.lexical.rank(terms, allows)
+            if lexical:
+                top_name, top = lexical[0]
+                evidence["cover"] = self.lexical.coverage(terms, top_name, strong=True)
+                evidence["cover_all"] = self.lexical.coverage(terms, top_name)
+                share = (1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT) / top
+                for name, score in lexical:
+                    scores[name] = score * share
+                    similarity[name] = self.lexical.coverage(terms, name)
+            learned = self.phrasings.index
+            if learned is not None:
+                hits = learned.rank(terms, allows)
+                if hits:
+                    # The words real users used for a tool are as telling as its brief.
+                    learned_cover = learned.coverage(terms, hits[0][0])
+                    evidence["cover"] = max(evidence["cover"], learned_cover)
+                    evidence["cover_all"] = max(evidence["cover_all"], learned_cover)
+                    share = LEARNED_LEXICAL_WEIGHT / hits[0][1]
+                    for name, score in hits:
+                        scores[name] = scores.get(name, 0.0) + score * share
+        if used != "keyword":
+            self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
+        return _Scored(scores, similarity, evidence)
+
+    def _add_semantic(
+        self,
+        text: str,
+        used: SearchStrategy,
+        allows: Callable[[str], bool],
+        scores: dict[str, float],
+        similarity: dict[str, float],
+        evidence: dict[str, float],
+        vector: Any = None,
+    ) -> None:
+        import numpy as np
+
+        embedder = self._get_embedder()
+        assert embedder is not None
+        matrix = self.tool_vectors()
+        names = list(self.registry.tools)
+        if not names:
+            return
+        q = vector if vector is not None else self._query_vector(embedder, _for_embedding(text))
+        mask = np.fromiter((allows(n) for n in names), dtype=bool, count=len(names))
+        if not mask.any():
+            return
+        sims = (matrix @ q).astype(np.float64)
+        allowed_sims = sims[mask]
+        spread = float(allowed_sims.std())
+        z = (sims - allowed_sims.mean()) / spread if spread > 0 else np.zeros_like(sims)
+        top_z = float(z[mask].max())
+        weight = 1.0 if used == "semantic" else 1.0 - FUSION_LEXICAL_WEIGHT
+        scaled = z * (weight / top_z) if top_z > 0 else np.zeros_like(z)
+        evidence["cos"] = float(allowed_sims.max())
+        line = self._small_talk_line(mask)
+        evidence["cos_rel"] = (evidence["cos"] - line) / (1.0 - line) if line < 1.0 else 0.0
+        for i in np.flatnonzero(mask):
+            name = names[i]
+            scores[name] = scores.get(name, 0.0) + float(scaled[i])
+            similarity[name] = max(similarity.get(name, 0.0), float(sims[i]))
+        if self._phrase_vectors is not None:
+            # The nearest past request of each tool: cosines of the (request, owner) pairs, maxed per owner.
+            pair_rows, pair_tools = self._phrase_pairs
+            nearest = np.full(len(names), -1.0)
+            np.maximum.at(nearest, pair_tools, (self._phrase_vectors @ q)[pair_rows].astype(np.float64))
+            lift = np.clip((nearest - LEARNED_COSINE_FLOOR) / (1.0 - LEARNED_COSINE_FLOOR), 0.0, None)
+            for i in np.flatnonzero((lift > 0) & mask):
+                scores[names[i]] = scores.get(names[i], 0.0) + LEARNED_SEMANTIC_WEIGHT * float(lift[i])
+
+    def _batch_vectors(self, texts: Sequence[str]) -> dict[str, Any]:
+        """Query vectors of a request and its needs in one batch, when the embedder can (``embed_queries``, as
+        :class:`~.embeddings.UseEmbedder` does: one batch costs about what two single queries do); else none,
+        and each text is embedded on its own."""
+        import numpy as np
+
+        embedder = self._get_embedder()
+        batch = getattr(embedder, "embed_queries", None)
+        if batch is None:
+            return {}
+        unique = list(dict.fromkeys(texts))
+        matrix = np.asarray(batch([_for_embedding(t) for t in unique]), dtype=np.float32)
+        if matrix.shape[0] != len(unique) or not np.all(np.isfinite(matrix)):
+            raise ValueError("the embedder returned unusable query vectors")
+        return dict(zip(unique, matrix, strict=True))
+
+    def _small_talk_line(self, mask: Any) -> float:
+        """The mean top cosine that :data:`_SMALL_TALK` reaches over the tools in ``mask`` (cached per set)."""
+
+        key = mask.tobytes()
+        line = self._lines.get(key)
+        if line is None:
+            sims = self.tool_vectors()[mask] @ self._small_talk.T  # tool_vectors() embeds the small talk too
+            line = float(sims.max(axis=0).mean())
+            self._lines[key] = line
+        return line
 
     # -- search -----------------------------------------------------------------------------------
 
@@ -600,11 +932,20 @@ class ToolSearch:
         return [name for name, _score, _sim in ranked], result
 
     def search(self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None) -> SearchResult:
-        """The ``limit`` best tools of ``mode`` for ``query``; on a weak match, an explained miss instead."""
+        """The ``limit`` best tools of ``mode`` for ``query``; on a weak match, an explained miss instead.
+
+        A request with several steps is decomposed (:func:`decompose`) and each step searched; a tool scores by
+        the better of the whole request and its best step."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         result, _ranked = self._search(query, mode, strategy, limit=limit)
         return result
+
+    def confidence(self, evidence: Mapping[str, float], strategy: SearchStrategy) -> float:
+        """P(a tool of the mode serves the request), from one text's evidence (see :data:`MISS_MODELS`)."""
+        bias, weights = MISS_MODELS[strategy]
+        z = bias + sum(w * evidence.get(k, 0.0) for k, w in weights.items())
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def _search(
         self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False
@@ -632,36 +973,43 @@ class ToolSearch:
             warnings.append(warning)
             used = "keyword"
 
-        terms = self.lexical.query_terms(query)
-        lexical = self.lexical.rank(terms, allows)
-        confidence = self.lexical.confidence(terms, lexical)
-        ranked: list[tuple[str, float, float]]  # name, score, similarity
-        weak: bool
-        if used == "keyword":
-            ranked = [(n, s, self.lexical.coverage(terms, n)) for n, s in lexical]
-            weak = not ranked or ranked[0][2] < MISS_COVERAGE
-        else:
-            semantic = self._semantic_rank(query, allows)
-            cosine = dict(semantic)
-            if used == "semantic":
-                ranked = [(n, s, s) for n, s in semantic]
-                weak = not ranked or ranked[0][1] < self.miss_cosine()
-            else:
-                ranked = self._fuse(terms, lexical, semantic, cosine)
-                top_cos = semantic[0][1] if semantic else 0.0
-                weak = not ranked or (
-                    (not lexical or self.lexical.coverage(terms, lexical[0][0]) < MISS_COVERAGE)
-                    and top_cos < self.miss_cosine()
-                )
-            confidence = max(confidence, _cosine_confidence(semantic, self.miss_cosine()))
-
+        needs = decompose(query) if self.decompose else [query]
+        if len(needs) <= 1:
+            needs = []
+        vectors = self._batch_vectors([query, *needs]) if used != "keyword" and needs else {}
+        whole = self._score_text(query, used, allows, vectors.get(query))
+        parts = [self._score_text(need, used, allows, vectors.get(need)) for need in needs]
+        scores = dict(whole.scores)
+        similarity = dict(whole.similarity)
+        for part in parts:
+            for name, score in part.scores.items():
+                if NEED_WEIGHT * score > scores.get(name, float("-inf")):
+                    scores[name] = NEED_WEIGHT * score
+            for name, sim in part.similarity.items():
+                similarity[name] = max(similarity.get(name, 0.0), sim)
+        if self.phrasings.co_use and scores:
+            best = heapq.nlargest(CO_USE_TOP, scores.items(), key=lambda item: (item[1], item[0]))
+            lent: dict[str, float] = {}
+            for name, score in best:
+                for other, p in self.phrasings.co_use.get(name, {}).items():
+                    if allows(other):
+                        lent[other] = lent.get(other, 0.0) + CO_USE_WEIGHT * max(0.0, score) * p
+            for name, extra in lent.items():
+                scores[name] = scores.get(name, 0.0) + extra
+        confidence = round(max(self.confidence(s.evidence, used) for s in (whole, *parts)), 4)
+        ranked = [
+            (name, score, similarity.get(name, 0.0))
+            for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        ]
+        weak = not ranked or confidence < MISS_CONFIDENCE
         if weak and limit is not None:
             miss = self._explain_miss(query, mode, [n for n, _s, _m in ranked[:limit]])
             result = SearchResult(query, mode.slug, used, (), 0, confidence, miss, tuple(warnings))
             return result, ranked
         # "Matches" are the tools that score near the best one; the long tail of one-common-word matches (or,
         # for embeddings, of every tool) is noise, neither shown nor counted. ``limit=None`` keeps everything.
-        total = _relevant_count(ranked, keyword=used == "keyword")
+        texts = [s.similarity for s in (whole, *parts)]
+        total = _relevant_count(ranked, texts, keyword=used == "keyword")
         shown = ranked if limit is None else ranked[: min(limit, total)]
         tools = self.registry.tools
         hits = tuple(
@@ -670,34 +1018,6 @@ class ToolSearch:
         return SearchResult(
             query, mode.slug, used, hits, max(total, len(hits)), confidence, None, tuple(warnings)
         ), ranked
-
-    def _fuse(
-        self,
-        terms: Counter[str],
-        lexical: Sequence[tuple[str, float]],
-        semantic: Sequence[tuple[str, float]],
-        cosine: Mapping[str, float],
-    ) -> list[tuple[str, float, float]]:
-        """Normalised score fusion: ``FUSION_LEXICAL_WEIGHT`` times the BM25 score as a share of the top one, plus
-        the rest times the cosine's z-score over the ranked tools as a share of the top z-score."""
-        import numpy as np
-
-        fused: dict[str, float] = {}
-        if semantic:
-            sims = np.fromiter((s for _n, s in semantic), dtype=np.float64, count=len(semantic))
-            spread = float(sims.std())
-            z = (sims - sims.mean()) / spread if spread > 0 else np.zeros_like(sims)
-            top_z = float(z.max())
-            scaled = z * ((1.0 - FUSION_LEXICAL_WEIGHT) / top_z) if top_z > 0 else np.zeros_like(z)
-            fused = dict(zip((n for n, _s in semantic), scaled.tolist(), strict=True))
-        top_lex = lexical[0][1] if lexical else 0.0
-        if top_lex > 0:
-            share = FUSION_LEXICAL_WEIGHT / top_lex
-            for name, score in lexical:
-                fused[name] = fused.get(name, 0.0) + score * share
-        coverage = self.lexical.coverage
-        order = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-        return [(n, s, max(coverage(terms, n), cosine.get(n, 0.0))) for n, s in order]
 
     def _explain_miss(self, query: str, mode: Mode, candidates: Sequence[str]) -> Miss:
         """Nearest names (weak candidates first, then names spelled like the query's words) and the mode's
@@ -781,6 +1101,17 @@ class ToolSearch:
         return Selection(tools, used, reason, total + len(set(mode.permanent) - set(above)), tuple(warnings))
 
 
+_URL = re.compile(r"\bhttps?://([^/\s]+)\S*?(?=[,.;:!?)\]]*(?:\s|$))")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.\-]+)+/?")
+
+
+def _for_embedding(text: str) -> str:
+    """Paths and URLs are a request's arguments, not its intent: an encoder reads ``/root/markdown/x.md`` as
+    "markdown". They become "the file x.md" and "the web page host"."""
+    text = _URL.sub(lambda m: f"the web page {m.group(1)}", text)
+    return _PATH.sub(lambda m: f"the file {m.group(0).rstrip('/').rpartition('/')[2]}", text)
+
+
 def semantic_texts(doc: ToolDoc) -> list[str]:
     """What the embedder reads of a tool, as short texts embedded one by one: the brief, the split name with the
     brief (and hint), the split name with the start of the full text (past a leading heading line), and each
@@ -810,21 +1141,26 @@ def semantic_text(doc: ToolDoc) -> str:
     return f"{head}\n{doc.full[:room]}" if room else head
 
 
-def _cosine_confidence(semantic: Sequence[tuple[str, float]], line: float) -> float:
-    """Map the top cosine to 0..1: 0 at or below the miss line, rising to 1 at a cosine of 1."""
-    if not semantic or line >= 1.0:
-        return 0.0
-    return round(max(0.0, min(1.0, (semantic[0][1] - line) / (1.0 - line))), 4)
+# A hit whose similarity (coverage or cosine) falls below this does not count as a match of a hybrid or semantic
+# search, however close to the top one it is.
+RELEVANT_SIMILARITY = 0.34
 
 
-def _relevant_count(ranked: Sequence[tuple[str, float, float]], *, keyword: bool) -> int:
+def _relevant_count(
+    ranked: Sequence[tuple[str, float, float]], texts: Sequence[Mapping[str, float]], *, keyword: bool
+) -> int:
     """How many of a ranking count as matches. Keyword: scores of at least ``KEYWORD_RELATIVE`` times the top
-    score. Semantic and hybrid: similarities within ``SEMANTIC_BAND`` of the top one (and above the miss line).
-    The ranking is best first, so matches are a prefix for keyword and counted anywhere otherwise."""
+    score. Semantic and hybrid: tools whose similarity to some text of the request (the whole request or one of
+    its needs: ``texts`` holds their similarities) is within ``SEMANTIC_BAND`` of that text's best (and at least
+    ``RELEVANT_SIMILARITY``); each need has its own best, so one strong need does not hide the others' tools."""
     if not ranked:
         return 0
     if keyword:
         floor = ranked[0][1] * KEYWORD_RELATIVE
         return sum(1 for _n, score, _sim in ranked if score >= floor)
-    top = max(sim for _n, _s, sim in ranked)
-    return max(1, sum(1 for _n, _s, sim in ranked if sim >= max(MISS_COVERAGE, top - SEMANTIC_BAND)))
+    relevant: set[str] = set()
+    for sims in texts:
+        if sims:
+            line = max(RELEVANT_SIMILARITY, max(sims.values()) - SEMANTIC_BAND)
+            relevant.update(name for name, sim in sims.items() if sim >= line)
+    return max(1, len(relevant))

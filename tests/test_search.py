@@ -1,5 +1,5 @@
 """Tool search: tokenization, BM25F ranking, the one access policy, explained misses, selection fallbacks,
-embedding fusion and the embedding cache."""
+embedding fusion, the persistent vector cache, task decomposition and learned phrasings."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,15 +16,28 @@ import pytest
 
 from prompt_composer import ModeConfig, Registry, ToolDoc, load_registry
 from prompt_composer import embeddings as embeddings_module
-from prompt_composer.embeddings import EmbeddingUnavailable
+from prompt_composer.embeddings import EmbeddingUnavailable, vector_cache_path
 from prompt_composer.search import (
+    MAX_NEEDS,
     LexicalIndex,
     ToolSearch,
+    decompose,
     doc_fingerprint,
+    load_phrasings,
+    phrasings_from_events,
     semantic_texts,
     split_identifier,
     tokenize,
 )
+
+
+@pytest.fixture(autouse=True)
+def user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user cache of the test's own: the default vector file goes there, never to the real one."""
+    path = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("PROMPT_COMPOSER_CACHE", str(path))
+    return path
+
 
 # --- a small registry with a tool no mode but "admin" may see -------------------------------------------
 
@@ -363,3 +377,199 @@ def test_hybrid_fusion_copes_with_one_tool_and_no_spread() -> None:
         assert names == ["read_file"]
     hit = search.search("read a file", code, strategy="hybrid").hits[0]
     assert hit.name == "read_file" and math.isfinite(hit.score)
+
+
+# --- persisted tool vectors ----------------------------------------------------------------------------------
+
+
+def test_tool_vectors_persist_in_the_user_cache_by_default(registry: Registry, user_cache: Path) -> None:
+    first = WordEmbedder()
+    ToolSearch(registry, embedder=first).tool_vectors()
+    assert first.documents_embedded
+    assert vector_cache_path(first.name).is_file() and vector_cache_path(first.name).is_relative_to(user_cache)
+    again = WordEmbedder()  # a new process: same file, nothing to embed, small talk included
+    search = ToolSearch(registry, embedder=again)
+    assert search.search("grep the codebase", registry.mode("code"), strategy="hybrid").names[0] == "search_files"
+    assert again.documents_embedded == []
+    assert [q for q in again.queries if q != "grep the codebase"] == []
+
+
+def test_a_thousand_tool_registry_with_one_edited_doc_embeds_that_doc_only(tmp_path: Path) -> None:
+    docs = [doc(f"tool_{i}", "read", f"Read thing number {i} from the store {i % 7}.") for i in range(1_000)]
+    modes = [mode("code", ["read"])]
+    first = WordEmbedder()
+    ToolSearch(Registry.from_docs(docs, modes), embedder=first).tool_vectors()
+    edited = [d if d.name != "tool_500" else d.model_copy(update={"brief": "Read a changed thing."}) for d in docs]
+    counting = WordEmbedder()
+    ToolSearch(Registry.from_docs(edited, modes), embedder=counting).tool_vectors()
+    changed = set(semantic_texts(edited[500])) - set(semantic_texts(docs[500]))
+    assert sorted(counting.documents_embedded) == sorted(changed)
+
+
+def test_no_persistence_when_asked_and_a_broken_cache_never_breaks_search(
+    registry: Registry, user_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ToolSearch(registry, embedder=WordEmbedder(), cache_path=False).tool_vectors()
+    assert not (user_cache / "vectors").exists()
+    path = vector_cache_path(WordEmbedder.name)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a cache")
+    with caplog.at_level(logging.WARNING):
+        result = ToolSearch(registry, embedder=WordEmbedder()).search("grep", registry.mode("code"))
+    assert result.names[0] == "search_files" and "rebuilt" in caplog.text
+    blocked = user_cache / "blocked"
+    blocked.write_text("a file where a folder should be")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        search = ToolSearch(registry, embedder=WordEmbedder(), cache_path=blocked / "vectors.npz")
+        assert search.search("grep", registry.mode("code")).names[0] == "search_files"
+    assert "could not save tool vectors" in caplog.text
+
+
+# --- decomposition -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("request_text", "needs"),
+    [
+        ("grep the codebase", ["grep the codebase"]),
+        (
+            "Find the latest paper on web agents, read the full text, and then save a summary to /root/notes.md.",
+            ["Find the latest paper on web agents", "read the full text", "save a summary to /root/notes.md"],
+        ),
+        ("Run the tests. Also, tell me which ones failed", ["Run the tests", "tell me which ones failed"]),
+        ("list the files; then open main.py", ["list the files", "open main.py"]),
+        ("search files and replace the name", ["search files", "replace the name"]),
+        ("bread and butter", ["bread and butter"]),  # "and" splits only before an action verb
+        ("uruchom testy. potem zapisz wynik", ["uruchom testy", "zapisz wynik"]),
+        ("先搜索代码。然后运行测试", ["先搜索代码", "运行测试"]),
+        ("What does this mean?\n" + "iVBORw0KGgo" * 20, ["What does this mean?\n" + "iVBORw0KGgo" * 20]),
+        ("", []),
+    ],
+)
+def test_decompose_splits_a_task_into_needs(request_text: str, needs: list[str]) -> None:
+    assert decompose(request_text) == needs
+
+
+def test_decompose_keeps_at_most_max_needs() -> None:
+    assert len(decompose(". ".join(f"read file number {i}" for i in range(20)))) == MAX_NEEDS
+
+
+def test_a_multi_step_request_finds_a_tool_for_each_step(registry: Registry) -> None:
+    code = registry.mode("code")
+    task = "grep the codebase for TODO comments, then run the tests in the terminal and fix what fails"
+    assert decompose(task) == ["grep the codebase for TODO comments", "run the tests in the terminal", "fix what fails"]
+    search = ToolSearch(registry, embedder=WordEmbedder())
+    for strategy in ("keyword", "hybrid"):
+        names = search.search(task, code, strategy=strategy).names  # type: ignore[arg-type]
+        assert {"search_files", "execute_command"} <= set(names[:2]), (strategy, names)
+
+
+# --- learned phrasings ---------------------------------------------------------------------------------------
+
+
+def test_learned_phrasings_change_the_ranking(registry: Registry) -> None:
+    code = registry.mode("code")
+    query = "summon the oracle"
+    plain = ToolSearch(registry, embedder=False)
+    assert plain.search(query, code).miss is not None  # nothing in the docs says "summon" or "oracle"
+    learned = ToolSearch(registry, embedder=False, phrasings={"apply_diff": ["summon the oracle please"]})
+    assert learned.search(query, code).names[0] == "apply_diff"
+    semantic = ToolSearch(
+        registry, embedder=WordEmbedder(), phrasings={"list_files": ["look for it in files"]}, cache_path=False
+    )
+    before = ToolSearch(registry, embedder=WordEmbedder(), cache_path=False).rank("look for it in files", code)[0]
+    after = semantic.rank("look for it in files", code)[0]
+    assert after.index("list_files") < before.index("list_files")
+
+
+def test_tools_used_for_the_same_request_are_found_together(registry: Registry) -> None:
+    code = registry.mode("code")
+    phrasings = {"read_file": ["deploy the blog"], "execute_command": ["deploy the blog"]}
+    names = ToolSearch(registry, embedder=False, phrasings=phrasings).search("deploy the blog", code).names
+    assert set(names[:2]) == {"read_file", "execute_command"}
+
+
+def test_phrasings_never_reach_past_the_mode_or_the_registry(registry: Registry) -> None:
+    phrasings = {"secret_tool": ["rotate the keys"], "no_such_tool": ["rotate the keys"]}
+    search = ToolSearch(registry, embedder=False, phrasings=phrasings)
+    assert "no_such_tool" not in search.phrasings.by_tool
+    for strategy in ("keyword", "hybrid"):
+        result = search.search("rotate the keys", registry.mode("code"), strategy=strategy)  # type: ignore[arg-type]
+        assert "secret" not in json.dumps(result.as_dict())
+    assert search.search("rotate the keys", registry.mode("admin")).names[0] == "secret_tool"
+
+
+def _event(kind: str, task: str, **fields: Any) -> dict[str, Any]:
+    return {"v": 1, "ts": 0.0, "event": kind, "task": task, "mode": "code", "provider": "anthropic", **fields}
+
+
+def test_phrasings_come_from_searches_whose_hits_a_task_then_used(tmp_path: Path) -> None:
+    events = [
+        _event("search", "t1", query="find the config loader", hits=["search_files", "glob"], call_id="a"),
+        _event("tool_call", "t1", tool="tool_search", outcome="ok"),
+        _event("tool_call", "t1", tool="search_files", outcome="ok"),
+        _event("tool_call", "t1", tool="search_files", outcome="ok"),  # used twice, learned once
+        _event("tool_call", "t1", tool="glob", outcome="error"),  # failed: not learned
+        _event("tool_call", "t2", tool="glob", outcome="ok"),  # another task: not learned
+        _event("search", "t3", hits=["read_file"], call_id="b"),  # logged without content: teaches nothing
+        _event("tool_call", "t3", tool="read_file", outcome="ok"),
+        _event("tool_call", "t4", tool="read_file", outcome="ok"),  # used before the search: not learned
+        _event("search", "t4", query="open the readme", hits=["read_file", "list_files"]),
+        _event("tool_call", "t4", tool="list_files", outcome="ok"),
+    ]
+    assert phrasings_from_events(events) == {
+        "search_files": ["find the config loader"],
+        "list_files": ["open the readme"],
+    }
+    log = tmp_path / "events.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events) + '{"torn line', encoding="utf-8")
+    assert load_phrasings([log]) == phrasings_from_events(events)
+
+
+# --- misses --------------------------------------------------------------------------------------------------
+
+
+def test_confidence_is_calibrated_evidence_and_a_miss_below_the_line(registry: Registry) -> None:
+    search = ToolSearch(registry, embedder=WordEmbedder())
+    code = registry.mode("code")
+    hit = search.search("grep the codebase", code, strategy="hybrid")
+    miss = search.search("bake a chocolate cake", code, strategy="hybrid")
+    assert hit.confidence > 0.5 and hit.miss is None
+    assert miss.confidence < 0.5 and miss.hits == () and miss.miss is not None
+    assert search.confidence({"cover": 1.0, "cover_all": 1.0, "cos_rel": 1.0}, "hybrid") > 0.99
+    assert search.confidence({}, "hybrid") < 0.5
+
+
+def test_search_command_learns_from_an_event_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from prompt_composer.cli import main
+
+    log = tmp_path / "events.jsonl"
+    events = [
+        _event("search", "t1", query="summon the oracle", hits=["search_files"]),
+        _event("tool_call", "t1", tool="search_files", outcome="ok"),
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    argv = ["search", "summon the oracle", "--mode", "code", "--strategy", "keyword", "--format", "json"]
+    assert main(argv) == 1  # the shipped docs know no oracle
+    capsys.readouterr()
+    assert main([*argv, "--learn-from", str(log)]) == 0
+    assert json.loads(capsys.readouterr().out)["hits"][0]["name"] == "search_files"
+
+
+def test_an_embedder_that_batches_queries_embeds_a_task_and_its_needs_at_once(registry: Registry) -> None:
+    class Batching(WordEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[list[str]] = []
+
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+            self.batches.append(list(texts))
+            return np.stack([self._vector(t) for t in texts])
+
+    task = "grep the codebase for TODO comments, then run the tests in the terminal"
+    code = registry.mode("code")
+    batching = Batching()
+    batched = ToolSearch(registry, embedder=batching, cache_path=False).rank(task, code, "hybrid")[0]
+    assert batching.batches == [[task, *decompose(task)]]
+    assert batched == ToolSearch(registry, embedder=WordEmbedder(), cache_path=False).rank(task, code, "hybrid")[0]
