@@ -240,3 +240,14 @@ def test_counts_of_one_are_singular(capsys: pytest.CaptureFixture[str], tmp_path
     assert out == "solo\tSolo\t1 tool, 1 permanent, recent 1, budget 5000, native\n"
     code, out, _ = run(capsys, "validate")
     assert code == 0 and " tools, " in out and " modes (" in out  # and plural otherwise
+
+
+def test_search_leaves_the_callers_logging_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
+    """`search` quiets the search logger while it prints its own warnings, then restores it: a caller running the
+    CLI in-process (as these tests do) still sees the library's warnings afterwards."""
+    import logging
+
+    logger = logging.getLogger("prompt_composer.search")
+    before = logger.level
+    run(capsys, "search", "grep the codebase", "--mode", "code", "--strategy", "keyword")
+    assert logger.level == before

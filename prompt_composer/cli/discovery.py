@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..discovery import render_search_result
@@ -54,9 +56,17 @@ def _search_for(args: argparse.Namespace, registry: Any) -> ToolSearch:
     return ToolSearch(registry, phrasings=phrasings)
 
 
-def _quiet_search_logs() -> None:
-    """Search warnings reach the user once, through the result, on stderr; not again through logging."""
-    logging.getLogger("prompt_composer.search").setLevel(logging.ERROR)
+@contextlib.contextmanager
+def _quiet_search_logs() -> Iterator[None]:
+    """Search warnings reach the user once, through the result, on stderr; not again through logging. Scoped, so
+    a caller running the CLI in-process (tests, notebooks) keeps its own logging afterwards."""
+    logger = logging.getLogger("prompt_composer.search")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _warn(messages: Any) -> None:
@@ -65,7 +75,11 @@ def _warn(messages: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    _quiet_search_logs()
+    with _quiet_search_logs():
+        return _search(args)
+
+
+def _search(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     search = _search_for(args, registry)
@@ -80,7 +94,11 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    _quiet_search_logs()
+    with _quiet_search_logs():
+        return _eval(args)
+
+
+def _eval(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     queries = load_queries(args.queries)
