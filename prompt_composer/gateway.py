@@ -125,15 +125,19 @@ class Gateway:
         current = self.definitions(client.task)
         encoded = {name: json.dumps(d, sort_keys=True) for name, d in current.items()}
         kept = [name for name, text in client.listed.items() if encoded.get(name) == text]
-        order = kept + [name for name in current if name not in set(kept)]
+        unchanged = set(kept)
+        order = kept + [name for name in current if name not in unchanged]
         client.listed = {name: encoded[name] for name in order}
         if self.events is not None:
             full = self.composer.compose(self.mode, client.task).full
             self._emit(client, "list", tools=len(order), full=[name for name in order if name in full])
         return [current[name] for name in order]
 
-    def _signature(self, client: _Client) -> dict[str, str]:
-        return {name: json.dumps(d, sort_keys=True) for name, d in self.definitions(client.task).items()}
+    def _signature(self, client: _Client) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What decides the list for ``client``: which tools are full and which brief (the mode is fixed). Read
+        from the composer's cached prompt, so a call costs no re-encoding of every definition."""
+        prompt = self.composer.compose(self.mode, client.task)
+        return prompt.full, prompt.brief
 
     # -- answering a call ------------------------------------------------------------------------------
 
