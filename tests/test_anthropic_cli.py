@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,50 @@ def test_run_needs_no_key_for_a_server_on_this_machine(
                      "--workspace", str(workspace)])  # fmt: skip
     assert code == 0 and capsys.readouterr().out.strip() == "hi"
     assert server.requests[0].headers["authorization"] == "Bearer local"
+
+
+def test_run_learns_search_phrasings_from_an_event_log(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --learn-from LOG``: the loop's ``tool_search`` finds a tool by a request that once led to its use;
+    without the log the same request is an explained miss. An unreadable log stops the run before any request."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "tool_docs", docs)
+    (docs / "modes" / "find.yaml").write_text(
+        "slug: find\nname: Find\nrole: You find the tools you need before you use them.\n"
+        "include: [read_file, search_files, list_files]\npermanent: []\nrecent_size: 2\nbudget_tokens: 100000\n"
+        "discovery: true\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "events.jsonl"
+    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": "find", "provider": "anthropic"}
+    events = [
+        {**base, "event": "search", "query": "summon the oracle", "hits": ["search_files"]},
+        {**base, "event": "tool_call", "tool": "search_files", "outcome": "ok"},
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+
+    def run(*extra: str) -> tuple[str, list[str]]:
+        script = [tool_use_reply(("c1", "tool_search", {"query": "summon the oracle"})), text_reply("Found it.")]
+        with ScriptedMessagesServer(script) as server:
+            code = main(
+                ["--docs", str(docs), "run", "--mode", "find", "--task", "Summon the oracle.",
+                 "--base-url", server.base_url, "--workspace", str(workspace), "--format", "json", *extra]
+            )  # fmt: skip
+            assert code == 0
+            second = server.requests[1].body
+        capsys.readouterr()
+        found = second["messages"][-1]["content"][0]["content"][0]["text"]
+        return found, [t["name"] for t in second["tools"]]
+
+    plain, plain_tools = run()
+    assert plain.startswith("No tool of") and "search_files" not in plain_tools
+    learned, learned_tools = run("--learn-from", str(log))
+    assert not learned.startswith("No tool of") and "search_files" in learned
+    assert "search_files" in learned_tools  # activated for the rest of the task
+    with ScriptedMessagesServer([text_reply("never asked")]) as server:
+        missing = ["--docs", str(docs), "run", "--mode", "find", "--task", "x", "--base-url", server.base_url]
+        assert main([*missing, "--learn-from", str(tmp_path / "nope.jsonl")]) == 2
+        assert server.requests == []
+    assert "cannot read the event log" in capsys.readouterr().err

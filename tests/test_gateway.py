@@ -262,6 +262,32 @@ def test_discovery_mode_search_adds_tools_and_call_tool_routes(docs: Path, serve
     anyio.run(scenario)
 
 
+def test_serve_learns_search_phrasings_from_an_event_log(docs: Path, servers: Path, tmp_path: Path) -> None:
+    """``serve --learn-from LOG``: a request that once led to a tool's use finds that tool; without the log it
+    does not (nothing in the tool's docs says "oracle")."""
+    log = tmp_path / "events.jsonl"
+    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": "gw-find", "provider": "mcp"}
+    events = [
+        {**base, "event": "search", "query": "summon the oracle", "hits": ["convert_time"]},
+        {**base, "event": "tool_call", "tool": "convert_time", "outcome": "ok"},
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+
+    async def search(*extra: str) -> tuple[str, list[str]]:
+        async with stdio_gateway(docs, "gw-find", servers, *extra) as (client, _notes):
+            found = await client.call_tool("tool_search", {"query": "summon the oracle"})
+            assert not found.is_error, _text(found)
+            return _text(found), await _names(client)
+
+    plain, plain_list = anyio.run(search)
+    assert plain.startswith("No tool of") and "convert_time" not in plain_list  # an explained miss
+    learned, learned_list = anyio.run(search, "--learn-from", str(log))
+    assert not learned.startswith("No tool of") and "convert_time" in learned
+    assert "convert_time" in learned_list  # found, so it joined the list
+    missing = tmp_path / "nope.jsonl"
+    assert main(["--docs", str(docs), "serve", "--mode", "gw-find", "--learn-from", str(missing)]) == 2
+
+
 def _start_http(docs: Path, servers: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "prompt_composer", "--docs", str(docs), "serve", "--mode", "gw",

@@ -16,7 +16,8 @@ from ..composer import Composer, SystemInfo
 from ..events import EventLog
 from ..promotion import POLICIES
 from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
-from .core import loopback, plural, positive_int, registry_of
+from ..search import ToolSearch
+from .core import add_learn_from, loopback, plural, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -65,6 +66,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="with --log: also log tool inputs, outputs and search queries (what learned search phrasings need)",
     )
+    add_learn_from(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("replay", help="replay tool-use sequences through each promotion policy and price them")
@@ -146,6 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     registry = registry_of(args)
     registry.mode(args.mode)  # unknown mode: exit 2 before any request
+    search = search_for(args, registry)  # so does an unreadable --learn-from log
     try:
         executors: dict[str, Any] = dict(workspace_executors(args.workspace))
     except ExecutorError as exc:
@@ -177,11 +180,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             from ..upstreams import mcp_executors
 
             executors.update(stack.enter_context(mcp_executors(registry, args.servers)))
-        return _run_task(args, registry, sdk, executors, events)
+        return _run_task(args, registry, sdk, executors, events, search)
 
 
 def _run_task(
-    args: argparse.Namespace, registry: Any, sdk: Sdk, executors: dict[str, Any], events: EventLog | None
+    args: argparse.Namespace,
+    registry: Any,
+    sdk: Sdk,
+    executors: dict[str, Any],
+    events: EventLog | None,
+    search: ToolSearch | None,
 ) -> int:
     from ..loop import MaxIterationsError, partial_result, wrap
 
@@ -196,6 +204,7 @@ def _run_task(
             policy=args.policy,
             system_info=SystemInfo.detect(args.workspace),
             events=events,
+            search=search,
         )
         try:
             result = client.run(

@@ -16,6 +16,7 @@ from ..fetch import handle_fetch
 from ..localmodel import is_loopback
 from ..providers import PROVIDERS, tools_for
 from ..registry import Registry, load_registry
+from ..search import ToolSearch, load_phrasings
 from ..security import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
@@ -87,6 +88,26 @@ def registry_of(args: argparse.Namespace) -> Registry:
     overlay of ``--overlay`` or ``$PROMPT_COMPOSER_OVERLAY`` applied, when either names one."""
     overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
     return load_registry(args.docs, overlay=overlay)
+
+
+def add_learn_from(parser: Any) -> None:
+    """``--learn-from LOG`` (repeatable): what :func:`search_for` reads."""
+    parser.add_argument(
+        "--learn-from",
+        action="append",
+        default=[],
+        metavar="LOG",
+        help="an event log written with --log-content: the searches that led to a tool's use become its phrasings "
+        "(repeatable)",
+    )
+
+
+def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | None:
+    """The tool search of ``--learn-from``'s logs (their phrasings learned), or ``None`` when none was given: the
+    caller's default then applies (the loop and the gateway build a plain one on their first search)."""
+    if not args.learn_from:
+        return None
+    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:

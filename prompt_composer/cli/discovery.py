@@ -12,8 +12,8 @@ from typing import Any
 
 from ..discovery import render_search_result
 from ..evaluate import evaluate, load_queries
-from ..search import SearchStrategy, ToolSearch, load_phrasings
-from .core import positive_int, registry_of
+from ..search import SearchStrategy, ToolSearch
+from .core import add_learn_from, positive_int, registry_of, search_for
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
-    _learn_from(p)
+    add_learn_from(p)
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("eval", help="recall@k, hit@k and MRR of tool search on a JSONL query file")
@@ -37,23 +37,8 @@ def register(sub: Any) -> None:
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
-    _learn_from(p)
+    add_learn_from(p)
     p.set_defaults(handler=cmd_eval)
-
-
-def _learn_from(parser: Any) -> None:
-    parser.add_argument(
-        "--learn-from",
-        action="append",
-        default=[],
-        metavar="LOG",
-        help="an event log written with --log-content: queries that led to a tool's use become its phrasings",
-    )
-
-
-def _search_for(args: argparse.Namespace, registry: Any) -> ToolSearch:
-    phrasings = load_phrasings(args.learn_from) if args.learn_from else None
-    return ToolSearch(registry, phrasings=phrasings)
 
 
 @contextlib.contextmanager
@@ -82,7 +67,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)
-    search = _search_for(args, registry)
+    search = search_for(args, registry) or ToolSearch(registry)
     strategy: SearchStrategy | None = args.strategy
     result = search.search(args.query, mode, limit=args.limit, strategy=strategy)
     _warn(result.warnings)
@@ -102,7 +87,7 @@ def _eval(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     queries = load_queries(args.queries)
-    search = _search_for(args, registry)
+    search = search_for(args, registry) or ToolSearch(registry)
     strategy: SearchStrategy = args.strategy or search.default_strategy()
     if strategy != "keyword" and not search.semantic_available:
         _warn([search.unavailable_warning()])

@@ -7,7 +7,7 @@ import contextlib
 import sys
 from typing import Any
 
-from .core import registry_of
+from .core import add_learn_from, registry_of, search_for
 
 
 def register(sub: Any) -> None:
@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
         "stats); no tool input or output unless --log-content",
     )
     p.add_argument("--log-content", action="store_true", help="with --log: also log tool inputs, outputs and queries")
+    add_learn_from(p)
     p.set_defaults(handler=cmd_serve)
 
 
@@ -61,6 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
     servers = load_servers(args.servers) if args.servers is not None else {}
+    search = search_for(args, registry)  # an unreadable log exits 2 before anything starts
     try:
         executors = workspace_executors(args.workspace) if args.workspace is not None else {}
     except ExecutorError as exc:
@@ -81,10 +83,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         if args.servers is None:  # imported tools are refused, saying that no servers file was given
-            await serve(Gateway(registry, args.mode, executors=executors, events=events))
+            await serve(Gateway(registry, args.mode, executors=executors, events=events, search=search))
             return
         async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
-            await serve(Gateway(registry, args.mode, upstreams=upstreams, executors=executors, events=events))
+            await serve(
+                Gateway(registry, args.mode, upstreams=upstreams, executors=executors, events=events, search=search)
+            )
 
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server
