@@ -118,3 +118,17 @@ def npm_server(name: str) -> Path:
             pytest.fail(missing)
         pytest.skip(missing)
     return path
+
+
+def learned_use_log(path: Path, *, query: str, tool: str, mode: str, provider: str) -> Path:
+    """An event log (format 1) in which a search for ``query`` found ``tool`` and the task then used it: what
+    ``--learn-from`` turns into a phrasing of ``tool``."""
+    import json
+
+    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": mode, "provider": provider}
+    events = [
+        {**base, "event": "search", "query": query, "hits": [tool]},
+        {**base, "event": "tool_call", "tool": tool, "outcome": "ok"},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path

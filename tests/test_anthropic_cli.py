@@ -15,6 +15,8 @@ from prompt_composer import Composer, Registry
 from prompt_composer.cli import main
 from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
 
+from .conftest import learned_use_log
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -137,13 +139,9 @@ def test_run_learns_search_phrasings_from_an_event_log(
         "discovery: true\n",
         encoding="utf-8",
     )
-    log = tmp_path / "events.jsonl"
-    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": "find", "provider": "anthropic"}
-    events = [
-        {**base, "event": "search", "query": "summon the oracle", "hits": ["search_files"]},
-        {**base, "event": "tool_call", "tool": "search_files", "outcome": "ok"},
-    ]
-    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    log = learned_use_log(
+        tmp_path / "events.jsonl", query="summon the oracle", tool="search_files", mode="find", provider="anthropic"
+    )
 
     def run(*extra: str) -> tuple[str, list[str]]:
         script = [tool_use_reply(("c1", "tool_search", {"query": "summon the oracle"})), text_reply("Found it.")]

@@ -33,7 +33,7 @@ from prompt_composer.fetch import fetch_tool_doc
 from prompt_composer.importers import import_mcp
 from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
 
-from .conftest import npm_server
+from .conftest import learned_use_log, npm_server
 
 REPO = Path(__file__).resolve().parents[1]
 SLOW_SERVER = REPO / "tests" / "data" / "mcp" / "slow_server.py"
@@ -265,13 +265,9 @@ def test_discovery_mode_search_adds_tools_and_call_tool_routes(docs: Path, serve
 def test_serve_learns_search_phrasings_from_an_event_log(docs: Path, servers: Path, tmp_path: Path) -> None:
     """``serve --learn-from LOG``: a request that once led to a tool's use finds that tool; without the log it
     does not (nothing in the tool's docs says "oracle")."""
-    log = tmp_path / "events.jsonl"
-    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": "gw-find", "provider": "mcp"}
-    events = [
-        {**base, "event": "search", "query": "summon the oracle", "hits": ["convert_time"]},
-        {**base, "event": "tool_call", "tool": "convert_time", "outcome": "ok"},
-    ]
-    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    log = learned_use_log(
+        tmp_path / "events.jsonl", query="summon the oracle", tool="convert_time", mode="gw-find", provider="mcp"
+    )
 
     async def search(*extra: str) -> tuple[str, list[str]]:
         async with stdio_gateway(docs, "gw-find", servers, *extra) as (client, _notes):
