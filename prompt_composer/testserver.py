@@ -522,6 +522,13 @@ class _HTTPServer(ThreadingHTTPServer):
         self.owner = owner
         super().__init__(("127.0.0.1", port), _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a timeout, a cancelled stream, a closed SDK client) is routine here, not a
+        # server error: socketserver would print its traceback to stderr. Anything else still is printed.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

@@ -788,3 +788,25 @@ def test_cli_rejects_a_bad_script(tmp_path: Path) -> None:
         _stop(proc)
     assert proc.returncode == 2
     assert "needs 'text', 'tool_use' or 'error'" in err
+
+
+def test_a_client_that_resets_its_connection_is_not_a_server_error(capfd: pytest.CaptureFixture[str]) -> None:
+    """A client hanging up mid-request (RST) prints no traceback, and the server keeps answering."""
+    import socket
+    import struct
+    import time
+
+    with ScriptedMessagesServer([text_reply("still here")]) as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = RST
+            sock.close()
+        time.sleep(0.3)  # the handler threads meet the reset
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        reply = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        assert reply.content[0].type == "text" and reply.content[0].text == "still here"
+        client.close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ConnectionResetError" not in err, err
