@@ -38,7 +38,10 @@ The results go back in one user message, one labelled text per call, in order, e
 ``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block,
 unless that message imitates a result (a line starting like the label, or a fenced ``tool_result`` block, as a
 small model writes after an error): then the loop tells the model so in a user message and asks again (bounded
-by ``max_iterations``; the iteration's ``correction`` holds what was said).
+by ``max_iterations``; the iteration's ``correction`` holds what was said). A reply with no tool_call block that
+writes a call in another shape (a ```json block naming a tool, or holding only the arguments of the one tool its
+prose names; see :func:`~prompt_composer.textcalls.read_loose_call`) is answered as that call, through the same
+checks and approval.
 
 Discovery modes (``discovery: true``): the loop answers ``tool_search`` itself, like ``fetch_tool_description``,
 through :func:`~prompt_composer.discovery.handle_tool_search` with the wrapper's
@@ -97,7 +100,14 @@ from .promotion import DEFAULT_POLICY, POLICIES, Policy, inline_text
 from .registry import Registry, load_registry
 from .search import ToolSearch
 from .session import InMemorySessionStore, SessionStore, TaskSession
-from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_blocks, result_label
+from .textcalls import (
+    CALL_SHAPE,
+    IMITATION,
+    imitated_result,
+    parse_tool_call_blocks,
+    read_loose_call,
+    result_label,
+)
 
 __all__ = [
     "Iteration",
@@ -691,7 +701,8 @@ class Loop:
 
     def receive(self, response: Any, reply: Reply, iteration: int) -> list[Call]:
         """Record the assistant's message; the calls it asks for, in order: its native calls and, in a
-        text-style mode, the ``tool_call`` blocks of its text."""
+        text-style mode, the ``tool_call`` blocks of its text (or, when it has none, the one call it wrote in another
+        shape, if any)."""
         self.result.messages.append(reply.message)
         self.result.final_message = response
         self.result.stop_reason = reply.stop_reason
@@ -705,6 +716,12 @@ class Loop:
                 for parsed in parse_tool_call_blocks(part):
                     written += 1
                     calls.append(Call(f"text_{iteration}_{written}", parsed.name, parsed.input, "text", parsed.error))
+        if self.text_style and not calls:
+            tools = self.state.registry.tools
+            schemas = {name: tools[name].input_schema for name in self.state.mode.allowed if name in tools}
+            loose = read_loose_call(self.result.text, schemas)
+            if loose is not None:
+                calls.append(Call(f"text_{iteration}_1", loose.name, loose.input, "text"))
         return calls
 
     # -- answering one call ------------------------------------------------------------------------

@@ -7,6 +7,8 @@ A text-style mode (``tool_style: text``) sends no native tools: the model calls 
     ```
 
 and each call's result comes back as text starting with a label line ``tool_result name=<tool> ok|error``.
+A reply without such a block may still hold one call in another shape (a ```json block, the arguments alone):
+:func:`read_loose_call` reads it when it names one tool beyond doubt.
 Provider-neutral: the loop (``prompt_composer.loop``) reads and answers these the same way over every API.
 """
 
@@ -24,6 +26,7 @@ __all__ = [
     "TextToolCall",
     "imitated_result",
     "parse_tool_call_blocks",
+    "read_loose_call",
     "result_label",
     "text_tool_result",
 ]
@@ -118,3 +121,57 @@ def result_label(name: str, texts: Iterable[str], *, is_error: bool = False) -> 
 def text_tool_result(name: str, texts: Iterable[str], *, is_error: bool = False) -> dict[str, Any]:
     """:func:`result_label` as a text content block (``{"type": "text", "text": ...}``)."""
     return {"type": "text", "text": result_label(name, texts, is_error=is_error)}
+
+
+# --- calls written in the wrong shape ----------------------------------------------------------------------------
+
+# Any fenced block (```json, ```, ```tool_code …): a small model asked for ```tool_call often writes the call's JSON
+# in another fence, or only its arguments. Seen on the 1.5B model in the shipped ask mode: "you can use the
+# `read_file` tool" and then ```json {"path": "pyproject.toml"}```. Told so, it made the result up (6 of 6 runs);
+# given the real result of the call it described, it answered from it. A note with the result on how to write the
+# next call made it call again and again (3 of 3 runs to max_iterations): the result goes back as for any call.
+_ANY_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
+_WRAPPERS = ("input", "arguments", "parameters", "args")  # what other formats call a call's input
+
+
+def read_loose_call(text: str, schemas: Mapping[str, Mapping[str, Any]]) -> TextToolCall | None:
+    """The call a reply without ``tool_call`` blocks wrote in another shape, if it names one tool of ``schemas``
+    (tool name → input schema) beyond doubt; else ``None``.
+
+    The first fenced block whose JSON object either names a tool (``{"name": "read_file", "arguments": {...}}``,
+    the shapes other APIs use; ``input``, ``parameters`` and ``args`` are read too, and without any of them the
+    other keys are the input: ``{"name": "read_file", "path": "a.py"}``), or holds only parameters of
+    some tool, all of its required ones included (``{"path": "README.md"}``). Arguments that fit several tools
+    count only if the reply's prose names exactly one of them. A block that fits no tool (a config file, a JSON
+    example) is not a call."""
+    for match in _ANY_FENCE.finditer(text):
+        if match.group(1).lower() in ("tool_call", "tool_result"):
+            continue
+        try:
+            value = json.loads(match.group(2))
+        except ValueError:
+            continue
+        if not isinstance(value, dict) or not value:
+            continue
+        named = value.get("name")
+        if isinstance(named, str) and named.strip() in schemas:
+            wrapped = next((value[k] for k in _WRAPPERS if isinstance(value.get(k), dict)), None)
+            flat = {k: v for k, v in value.items() if k != "name"}  # {"name": "read_file", "path": "x"}
+            return TextToolCall(named.strip(), wrapped if wrapped is not None else flat)
+        fits = [name for name, schema in schemas.items() if _fits(value, schema)]
+        if len(fits) > 1:
+            prose = text[: match.start()] + text[match.end() :]
+            fits = [n for n in fits if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", prose)]
+        if len(fits) == 1:
+            return TextToolCall(fits[0], value)
+    return None
+
+
+def _fits(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:
+    """Whether ``arguments`` holds only parameters of ``schema`` and all of its required ones."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return False
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    return set(arguments) <= set(properties) and needed <= set(arguments)

@@ -30,6 +30,7 @@ from prompt_composer.cli import main
 from prompt_composer.fetch import FETCH_TOOL_NAME, fetch_tool_doc
 from prompt_composer.modes import FileRestriction
 from prompt_composer.testserver import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.textcalls import read_loose_call
 from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode
@@ -635,3 +636,82 @@ def test_stop_loop_from_on_iteration_returns_the_result_so_far() -> None:
     with served(script) as (server, _client):
         done = asyncio.run(go())
     assert len(done.iterations) == 1 and [c.name for c in done.tool_calls] == ["alpha"]
+
+
+# ------------------------------------------------------------------------------- calls in the wrong shape
+
+SCHEMAS = {name: REG.tools[name].input_schema for name in MODE.allowed}
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "tool_input"),
+    [
+        # What the 1.5B model wrote in the shipped ask mode: the tool named in prose, its arguments in ```json.
+        ("You can use the `beta` tool:\n\n```json\n{\"path\": \"pyproject.toml\"}\n```\nIt shows the file.",
+         "beta", {"path": "pyproject.toml"}),
+        ('```json\n{"name": "gamma", "arguments": {"path": "a.py"}}\n```', "gamma", {"path": "a.py"}),
+        ('```\n{"name": "alpha", "parameters": {"path": "b"}}\n```', "alpha", {"path": "b"}),
+        ('```tool_code\n{"name": "alpha"}\n```', "alpha", {}),
+        ('```json\n{"name": "beta", "path": "flat.py"}\n```', "beta", {"path": "flat.py"}),
+    ],
+)  # fmt: skip
+def test_a_loose_call_is_read_from_a_block_of_another_shape(text: str, name: str, tool_input: dict[str, Any]) -> None:
+    assert read_loose_call(text, SCHEMAS) == TextToolCall(name, tool_input)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The version is set in pyproject.toml:\n```toml\nversion = "0.1.0"\n```',
+        '```json\n{"version": "0.1.0"}\n```',  # fits no tool: a JSON example, not a call
+        '```json\n{"name": "delta", "input": {"path": "x"}}\n```',  # delta is not in the mode
+        '```json\n{"path": "x", "mode": "w"}\n```',  # a parameter no tool takes
+        '```json\n{"path": "x"}\n```',  # fits alpha, beta and gamma, and the prose names none of them
+        'alpha or beta?\n```json\n{"path": "x"}\n```',  # ... or two
+        '```json\n{}\n```',
+        '```json\n["alpha"]\n```',
+    ],
+)  # fmt: skip
+def test_blocks_that_are_no_call_of_one_tool_are_not_loose_calls(text: str) -> None:
+    assert read_loose_call(text, SCHEMAS) is None
+
+
+def test_a_loose_call_is_answered_like_a_tool_call_block() -> None:
+    loose = 'To read it, use the `beta` tool.\n\n```json\n{"path": "README.md"}\n```'
+    ran: list[str] = []
+    with served([text_reply(loose), text_reply("It is a demo.")]) as (server, client):
+        result = wrapped(client).run(
+            "What is README.md?", model=MODEL, executors={"beta": recording(ran, "", "# demo")}
+        )
+        sent = bodies(server)
+    assert result.text == "It is a demo." and ran == ["README.md"]
+    (call,) = result.tool_calls
+    assert (call.id, call.name, dict(call.input), call.executed) == ("text_1_1", "beta", {"path": "README.md"}, True)
+    # The result goes back as any text-style call's: labelled, and (beta is brief) with its full text once.
+    assert last_user(sent[1]) == [label("beta", "# demo", inline_text(REG, "beta"))]
+
+
+def test_a_loose_call_goes_through_the_modes_checks_and_approval() -> None:
+    """Read from another shape or not, a call is held to the same rules: here the user denies it."""
+    loose = text_reply('```json\n{"name": "alpha", "arguments": {"path": "secret"}}\n```')
+    seen: list[PendingCall] = []
+
+    def deny(call: PendingCall) -> bool:
+        seen.append(call)
+        return False
+
+    ran: list[str] = []
+    with served([loose, text_reply("ok")]) as (_server, client):
+        result = wrapped(client).run("go", model=MODEL, executors={"alpha": recording(ran, "alpha", "x")}, approve=deny)
+    assert seen == [PendingCall("text_1_1", "alpha", {"path": "secret"}, 1)]
+    assert ran == [] and result.tool_calls[0].is_error
+
+
+def test_tool_call_blocks_win_over_other_blocks_and_native_modes_read_neither(mini_registry: Registry) -> None:
+    both = calls_reply(block("gamma", {"path": "a"}), prose='```json\n{"name": "beta", "input": {"path": "b"}}\n```')
+    with served([both, text_reply("done")]) as (_server, client):
+        result = wrapped(client).run("go", model=MODEL, executors=EXECUTORS)
+    assert [c.name for c in result.tool_calls] == ["gamma"]
+    with served([text_reply('```json\n{"path": "README.md"}\n```')]) as (_server, client):
+        native = wrap(client, registry=mini_registry, mode="code", task_id="n").run("go", model=MODEL)
+    assert native.tool_calls == [] and len(native.iterations) == 1

@@ -258,6 +258,8 @@ def test_text_style_calls_are_read_from_the_reply(
     assert result.iterations[0].prompt.tools == ()  # text style: the docs are in the system prompt only
     executed = [c for c in result.tool_calls if c.executed]
     assert executed and all(c.id.startswith("text_") for c in executed)
+    # Whether read from a tool_call block or from a block of another shape, what ran is a tool of the mode.
+    assert all(registry.mode("reader-text").allows(c.name) for c in executed)
     labels = [b["text"].splitlines()[0] for m in result.messages[1:] if m["role"] == "user"
               for b in m["content"] if b.get("type") == "text"]  # fmt: skip
     assert any(label.startswith("tool_result name=") for label in labels)
