@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,28 +44,11 @@ class ToolStats:
     denied: int = 0
 
     def cells(self) -> list[str]:
-        counts = (
-            self.uses,
-            self.first_uses,
-            self.fetches,
-            self.fetches_unused,
-            self.refusals,
-            self.errors,
-            self.denied,
-        )
-        return [self.tool, *(str(n) for n in counts)]
+        """The table row: the tool, then its counts in field order (the table's column order)."""
+        return [str(value) for value in self.as_dict().values()]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "uses": self.uses,
-            "first_uses": self.first_uses,
-            "fetches": self.fetches,
-            "fetches_unused": self.fetches_unused,
-            "refusals": self.refusals,
-            "errors": self.errors,
-            "denied": self.denied,
-        }
+        return asdict(self)
 
 
 @dataclass
