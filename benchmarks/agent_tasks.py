@@ -50,8 +50,9 @@ from prompt_composer import (
     default_docs_dir,
     strip_descriptions,
 )
-from prompt_composer.audit import run_audit
-from prompt_composer.importers import (
+from prompt_composer.core.audit import run_audit
+from prompt_composer.core.tokens import count_tools
+from prompt_composer.importers.tool_list import (
     UpstreamTool,
     api_name,
     doc_yaml,
@@ -61,7 +62,6 @@ from prompt_composer.importers import (
     render_full,
     tool_docs_from_upstream,
 )
-from prompt_composer.tokens import count_tools
 
 __all__ = [
     "BENCH_MODE",

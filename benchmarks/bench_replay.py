@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.search_corpora import shared_dir
 from prompt_composer import Composer, load_registry
-from prompt_composer.promotion import POLICIES
-from prompt_composer.replay import (
+from prompt_composer.core.promotion import POLICIES
+from prompt_composer.learn.replay import (
     COST_MODELS,
     ReplayParams,
     ReplayReport,

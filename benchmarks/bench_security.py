@@ -25,8 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prompt_composer import ToolDoc, load_registry
-from prompt_composer.importers import draft_brief, parse_tool_list, tool_docs_from_upstream
-from prompt_composer.security import (
+from prompt_composer.importers.tool_list import draft_brief, parse_tool_list, tool_docs_from_upstream
+from prompt_composer.safety.lint import (
     QUARANTINE_SEVERITY,
     SEVERITIES,
     Finding,

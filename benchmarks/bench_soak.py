@@ -33,8 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prompt_composer import Composer, InMemorySessionStore, SessionStore, load_registry
-from prompt_composer.loop import TaskState
-from prompt_composer.promotion import Policy
+from prompt_composer.agent.loop import TaskState
+from prompt_composer.core.promotion import Policy
 
 MODES = ("code", "architect", "ask", "debug", "orchestrator")
 
@@ -51,7 +51,7 @@ def rss_mb() -> float:
 def make_store(redis_url: str | None, max_tasks: int) -> SessionStore:
     if redis_url is None:
         return InMemorySessionStore(maxsize=max_tasks, ttl=3600)
-    from prompt_composer.redis_store import RedisSessionStore
+    from prompt_composer.core.redis_store import RedisSessionStore
 
     return RedisSessionStore(redis_url, ttl=3600)
 

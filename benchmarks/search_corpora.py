@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prompt_composer import ModeConfig, Registry, ToolDoc
-from prompt_composer.docs import BRIEF_MAX_WORDS, count_sentences
+from prompt_composer.core.docs import BRIEF_MAX_WORDS, count_sentences
 
 SHARED_ENV = "PROMPT_COMPOSER_SHARED"
 
@@ -205,7 +205,7 @@ def cross_fitted_phrasings(
     per fold, leave-one-out), and for each fold, the phrasings learned from every other fold (each query was a
     request that led to its tools' use). Returns ``(row indices of the fold, phrasings)`` pairs, so no query is
     ever ranked by a search that learned from it."""
-    from prompt_composer.search import phrasings_from_pairs
+    from prompt_composer.learn.phrasings import phrasings_from_pairs
 
     if folds is None:
         assignment = list(range(len(rows)))

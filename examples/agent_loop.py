@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python examples/agent_loop.py     # from a source checkout; installed: python examples/agent_loop.py
 
-It starts ``prompt_composer.testserver`` on 127.0.0.1 with a short script (list a directory, read a file,
+It starts ``prompt_composer.testing.server`` on 127.0.0.1 with a short script (list a directory, read a file,
 answer), wraps a real ``anthropic.Anthropic`` client with prompt-composer, and runs the tool loop in code mode.
 Point ``base_url`` at the real API (and drop the server) to run it against a model.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import anthropic
 
 from prompt_composer import Composer, load_registry
-from prompt_composer.anthropic import wrap
-from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
 
 WORKSPACE = Path(__file__).resolve().parent.parent
 

@@ -12,56 +12,92 @@ Or wrap an SDK client (``anthropic`` or ``openai``) and let it compose every req
 
     client = wrap(openai.OpenAI(), mode="code", task_id="task-1")
     result = client.run("Fix the failing test", model=..., executors=workspace_executors("."))
+
+The package is layered (docs/architecture.md): ``core`` depends on nothing else; ``discovery``, ``learn`` and
+``safety`` on the core; ``mcp`` and ``local`` on those; ``agent``, ``importers`` and ``testing`` above; the CLI on
+top. Importing this module imports none of them: each name below is loaded on first use.
 """
 
-from .audit import AuditReport, ModeAudit, ToolAudit, run_audit
-from .composer import ComposedPrompt, Composer, SystemInfo, TokenCounts, strip_descriptions
-from .discovery import (
-    CALL_TOOL_NAME,
-    TOOL_SEARCH_NAME,
-    CallResult,
-    call_tool,
-    call_tool_definition,
-    handle_tool_search,
-    tool_search_definition,
-)
-from .docs import GroupDoc, Origin, ToolDoc
-from .errors import (
-    EmbeddingUnavailable,
-    ImporterError,
-    InputFileError,
-    LoadError,
-    LocalModelError,
-    Problem,
-    PromptComposerError,
-    SessionStoreError,
-    UnknownModeError,
-    UnknownToolError,
-)
-from .events import DropCounts, EventLog, JsonlSink, OtelSink, Sink
-from .fetch import FETCH_TOOL_NAME, FetchResult, fetch_tool_definition, handle_fetch
-from .gateway import Gateway
-from .loop import (
-    Iteration,
-    LoopResult,
-    MaxIterationsError,
-    PendingCall,
-    StopLoop,
-    TokenUsage,
-    ToolCallRecord,
-    ToolLoopError,
-    WrapOptions,
-    partial_result,
-    wrap,
-)
-from .modes import FileRestriction, Mode, ModeConfig
-from .registry import Registry, default_docs_dir, load_registry
-from .search import SearchResult, Selection, ToolSearch
-from .session import InMemorySessionStore, SessionStore, TaskSession
-from .stats import StatsReport, compute_stats, read_events
-from .tokens import TiktokenCounter, TokenCounter, default_counter
-from .tune import TuneResult, tune_mode
-from .upstreams import ServerSpec, UpstreamError, Upstreams, load_servers, mcp_executors
+from typing import TYPE_CHECKING
+
+from .shared.lazy import attach
+
+if TYPE_CHECKING:
+    from .agent import (
+        Iteration,
+        LoopResult,
+        MaxIterationsError,
+        PendingCall,
+        StopLoop,
+        TokenUsage,
+        ToolCallRecord,
+        ToolLoopError,
+        WrapOptions,
+        partial_result,
+        wrap,
+    )
+    from .core import (
+        CALL_TOOL_NAME,
+        FETCH_TOOL_NAME,
+        TOOL_SEARCH_NAME,
+        AuditReport,
+        ComposedPrompt,
+        Composer,
+        FetchResult,
+        FileRestriction,
+        GroupDoc,
+        InMemorySessionStore,
+        Mode,
+        ModeAudit,
+        ModeConfig,
+        Origin,
+        Registry,
+        SessionStore,
+        SystemInfo,
+        TaskSession,
+        TiktokenCounter,
+        TokenCounter,
+        TokenCounts,
+        ToolAudit,
+        ToolDoc,
+        call_tool_definition,
+        default_counter,
+        default_docs_dir,
+        fetch_tool_definition,
+        handle_fetch,
+        load_registry,
+        run_audit,
+        strip_descriptions,
+        tool_search_definition,
+    )
+    from .discovery import CallResult, SearchResult, Selection, ToolSearch, call_tool, handle_tool_search
+    from .errors import (
+        EmbeddingUnavailable,
+        ExecutorError,
+        ImporterError,
+        InputFileError,
+        LoadError,
+        LocalModelError,
+        Problem,
+        PromptComposerError,
+        SessionStoreError,
+        UnknownModeError,
+        UnknownToolError,
+        UpstreamError,
+    )
+    from .learn import (
+        DropCounts,
+        EventLog,
+        JsonlSink,
+        OtelSink,
+        Sink,
+        StatsReport,
+        TuneResult,
+        compute_stats,
+        read_events,
+        tune_mode,
+    )
+    from .mcp import Gateway, ServerSpec, Upstreams, load_servers, mcp_executors
 
 __version__ = "0.1.0"
 
@@ -76,6 +112,7 @@ __all__ = [
     "DropCounts",
     "EmbeddingUnavailable",
     "EventLog",
+    "ExecutorError",
     "FetchResult",
     "FileRestriction",
     "Gateway",
@@ -142,3 +179,5 @@ __all__ = [
     "tune_mode",
     "wrap",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

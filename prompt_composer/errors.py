@@ -11,8 +11,8 @@
     ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
     ├── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
     ├── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
-    └── ExecutorError        (executors.py) a tool call an executor refuses or cannot run; its text goes to the model
-        └── UpstreamError    (upstreams.py) a routed call's MCP server is missing, failed, died or hung (.server)
+    └── ExecutorError        a tool call an executor refuses or cannot run; its text goes to the model
+        └── UpstreamError    a routed call's MCP server is missing, failed, died or hung (.server, .tool)
 
 Errors carry their context as attributes so callers never parse messages.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = [
     "EmbeddingUnavailable",
+    "ExecutorError",
     "ImporterError",
     "InputFileError",
     "LoadError",
@@ -34,6 +35,7 @@ __all__ = [
     "SessionStoreError",
     "UnknownModeError",
     "UnknownToolError",
+    "UpstreamError",
 ]
 
 
@@ -126,3 +128,17 @@ class SessionStoreError(PromptComposerError):
         self.applied = applied
         task = f" of task {task_id!r}" if task_id is not None else ""
         super().__init__(f"session store {store}: {operation}{task} failed: {message}")
+
+
+class ExecutorError(PromptComposerError):
+    """A tool call the executor refuses or cannot carry out; its message goes back to the model."""
+
+
+class UpstreamError(ExecutorError):
+    """An upstream MCP server could not answer a routed call: missing from the servers file, failed to start,
+    died, or did not answer in time. ``server`` names it, ``tool`` the tool called (its upstream name)."""
+
+    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+        self.server = server
+        self.tool = tool
+        super().__init__(message)

@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from prompt_composer import Composer, ModeConfig, Registry, ToolDoc, load_registry
-from prompt_composer.testserver import Reply, ScriptedMessagesServer
+from prompt_composer.testing.server import Reply, ScriptedMessagesServer
 
 
 def make_doc(name: str, group: str = "read", *, params: dict[str, Any] | None = None, **kw: Any) -> ToolDoc:

@@ -11,26 +11,13 @@ import anthropic
 import pytest
 
 from prompt_composer import Composer, InMemorySessionStore, Registry, SystemInfo
-from prompt_composer.anthropic import (
-    AsyncComposedClient,
-    ComposedClient,
-    Iteration,
-    MaxIterationsError,
-    PendingCall,
-    TokenUsage,
-    inline_text,
-    partial_result,
-    wrap,
-)
-from prompt_composer.fetch import FETCH_TOOL_NAME, fetch_tool_doc
-from prompt_composer.modes import FileRestriction
-from prompt_composer.testserver import (
-    ScriptedMessagesServer,
-    Usage,
-    error_reply,
-    text_reply,
-    tool_use_reply,
-)
+from prompt_composer.agent.anthropic import AsyncComposedClient, ComposedClient, wrap
+from prompt_composer.agent.loop import Iteration, MaxIterationsError, PendingCall, TokenUsage, partial_result
+from prompt_composer.core.builtins import FETCH_TOOL_NAME
+from prompt_composer.core.fetch import fetch_tool_doc
+from prompt_composer.core.modes import FileRestriction
+from prompt_composer.core.promotion import inline_text
+from prompt_composer.testing.server import ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
 from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode

@@ -13,7 +13,7 @@ import pytest
 
 from prompt_composer import Composer, Registry
 from prompt_composer.cli import main
-from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
 
 from .conftest import learned_use_log
 

@@ -11,12 +11,13 @@ import anthropic
 import pytest
 
 from prompt_composer import Composer, Registry, ToolDoc
-from prompt_composer.anthropic import PendingCall, TokenUsage, inline_text, wrap
-from prompt_composer.discovery import CALL_TOOL_NAME, TOOL_SEARCH_NAME, call_tool_definition
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.modes import FileRestriction
-from prompt_composer.search import ToolSearch
-from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.loop import PendingCall, TokenUsage
+from prompt_composer.core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME, call_tool_definition
+from prompt_composer.core.modes import FileRestriction
+from prompt_composer.core.promotion import inline_text
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
 from tests.conftest import bodies, served
 
 from .conftest import make_mode

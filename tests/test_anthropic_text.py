@@ -15,22 +15,15 @@ import anthropic
 import pytest
 
 from prompt_composer import Composer, Registry, SystemInfo
-from prompt_composer.anthropic import (
-    Iteration,
-    MaxIterationsError,
-    PendingCall,
-    StopLoop,
-    TextToolCall,
-    TokenUsage,
-    inline_text,
-    parse_tool_call_blocks,
-    wrap,
-)
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.loop import Iteration, MaxIterationsError, PendingCall, StopLoop, TokenUsage
+from prompt_composer.agent.textcalls import TextToolCall, parse_tool_call_blocks, read_loose_call
 from prompt_composer.cli import main
-from prompt_composer.fetch import FETCH_TOOL_NAME, fetch_tool_doc
-from prompt_composer.modes import FileRestriction
-from prompt_composer.testserver import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
-from prompt_composer.textcalls import read_loose_call
+from prompt_composer.core.builtins import FETCH_TOOL_NAME
+from prompt_composer.core.fetch import fetch_tool_doc
+from prompt_composer.core.modes import FileRestriction
+from prompt_composer.core.promotion import inline_text
+from prompt_composer.testing.server import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
 from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode

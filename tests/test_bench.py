@@ -11,11 +11,11 @@ import anthropic
 import pytest
 
 from prompt_composer import Registry
-from prompt_composer.bench import VARIANTS, BenchTask, load_tasks, run_bench, variant_registry
+from prompt_composer.agent.bench import VARIANTS, BenchTask, load_tasks, run_bench, variant_registry
 from prompt_composer.cli import main
+from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.errors import InputFileError
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.testserver import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
 from tests.conftest import bodies, served
 
 from .conftest import make_doc, make_mode

@@ -247,7 +247,7 @@ def test_search_leaves_the_callers_logging_as_it_was(capsys: pytest.CaptureFixtu
     CLI in-process (as these tests do) still sees the library's warnings afterwards."""
     import logging
 
-    logger = logging.getLogger("prompt_composer.search")
+    logger = logging.getLogger("prompt_composer.discovery.search")
     before = logger.level
     run(capsys, "search", "grep the codebase", "--mode", "code", "--strategy", "keyword")
     assert logger.level == before

@@ -18,7 +18,7 @@ from prompt_composer import (
     UnknownModeError,
     strip_descriptions,
 )
-from prompt_composer.modes import FileRestriction
+from prompt_composer.core.modes import FileRestriction
 
 from .conftest import make_doc, make_mode
 
@@ -295,7 +295,7 @@ def test_a_mode_object_altered_by_the_caller_is_not_served_from_the_cache(mini_r
 
 
 def test_editing_composed_tools_cannot_reach_the_registry(mini_registry: Registry) -> None:
-    from prompt_composer.providers import tools_for
+    from prompt_composer.agent.providers import tools_for
 
     composer = Composer(mini_registry)
     prompt = composer.compose("code")

@@ -14,19 +14,13 @@ import pytest
 
 from prompt_composer import Composer, LoadError, Registry, TaskSession, ToolDoc, handle_fetch, load_registry
 from prompt_composer.cli import main
-from prompt_composer.discovery import (
-    CALL_TOOL_NAME,
-    TOOL_SEARCH_NAME,
-    acall_tool,
-    call_tool,
-    call_tool_definition,
-    handle_tool_search,
-    validate_arguments,
-)
-from prompt_composer.docs import GroupDoc
-from prompt_composer.evaluate import EvalQuery, InputFileError, evaluate, load_queries
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.search import ToolSearch
+from prompt_composer.core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME, call_tool_definition
+from prompt_composer.core.docs import GroupDoc
+from prompt_composer.core.schema import validate_arguments
+from prompt_composer.discovery.evaluate import EvalQuery, evaluate, load_queries
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.discovery.tools import acall_tool, call_tool, handle_tool_search
+from prompt_composer.errors import InputFileError
 
 from .test_search import DOCS, mode
 

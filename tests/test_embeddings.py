@@ -14,16 +14,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prompt_composer import embeddings
-from prompt_composer.embeddings import (
+from prompt_composer.discovery import embeddings
+from prompt_composer.discovery.embeddings import (
     Embedder,
     EmbeddingCache,
-    EmbeddingUnavailable,
     SentenceTransformerEmbedder,
     UseEmbedder,
     default_cache_dir,
     vector_cache_path,
 )
+from prompt_composer.errors import EmbeddingUnavailable
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -346,7 +346,7 @@ def test_corrupt_file_is_logged_and_rebuilt_never_raised(
     path = tmp_path / "vectors.npz"
     corrupt(path)
     fake = HashingEmbedder()
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
         cache = EmbeddingCache(fake, path)  # no exception, no warning (pytest turns warnings into errors)
     assert any("rebuilt" in r.getMessage() for r in caplog.records)
     cache.embed(DOCS)
@@ -364,7 +364,7 @@ def test_vectors_of_another_embedder_are_not_reused(tmp_path: Path, caplog: pyte
     cache.embed(DOCS)
     cache.save()
     other = HashingEmbedder(name="model-b")
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
         rebuilt = EmbeddingCache(other, path)
     assert any("model-a" in r.getMessage() for r in caplog.records)
     rebuilt.embed(DOCS)
@@ -533,7 +533,7 @@ def test_use_starts_from_its_unpacked_copy_with_identical_vectors(
     np.testing.assert_array_equal(fast.embed_query("open a file"), packaged.embed_query("open a file"))
 
     (folder / "tok.keys.npy").write_bytes(b"damaged")
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
         fallback = UseEmbedder(cache_dir=tmp_path)  # a damaged copy: the package's loader, and a fresh copy
     assert not fallback.fast_started and "ignoring the unpacked model" in caplog.text
     np.testing.assert_array_equal(fallback.embed_documents(texts), packaged.embed_documents(texts))

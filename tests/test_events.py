@@ -18,14 +18,13 @@ from typing import Any
 import anthropic
 import pytest
 
+from prompt_composer.agent.loop import LoopResult, PendingCall, wrap
 from prompt_composer.cli import main
-from prompt_composer.discovery import TOOL_SEARCH_NAME
-from prompt_composer.events import EVENT_KINDS, OUTCOMES, SCHEMA_VERSION, EventLog, JsonlSink, OtelSink
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.gateway import Gateway, _Client
-from prompt_composer.loop import LoopResult, PendingCall, wrap
-from prompt_composer.session import TaskSession
-from prompt_composer.testserver import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
+from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from prompt_composer.core.session import TaskSession
+from prompt_composer.learn.events import EVENT_KINDS, OUTCOMES, SCHEMA_VERSION, EventLog, JsonlSink, OtelSink
+from prompt_composer.mcp.gateway import Gateway, _Client
+from prompt_composer.testing.server import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
 
 from .test_loop import COMBOS, EXECUTORS, REG, SEARCH, Combo, agent, echo
 

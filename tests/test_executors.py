@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from prompt_composer.executors import READ_ONLY_TOOLS, ExecutorError, Workspace, workspace_executors
+from prompt_composer.errors import ExecutorError
+from prompt_composer.safety.executors import READ_ONLY_TOOLS, Workspace, workspace_executors
 
 
 @pytest.fixture

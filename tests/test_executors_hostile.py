@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
 import anthropic
+import prompt_composer.safety.executors as executors
 import pytest
 
-import prompt_composer.executors as executors
-from prompt_composer.anthropic import wrap
-from prompt_composer.executors import ExecutorError, Limits, Workspace, workspace_executors
-from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.errors import ExecutorError
+from prompt_composer.safety.executors import Limits, Workspace, workspace_executors
+from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
 
 T = TypeVar("T")
 BOUND = 60.0  # seconds a call may take before the test calls it stuck; generous, never expected to be reached

@@ -29,9 +29,9 @@ from mcp import Client, StdioServerParameters
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
-from prompt_composer.fetch import fetch_tool_doc
-from prompt_composer.importers import import_mcp
-from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.core.fetch import fetch_tool_doc
+from prompt_composer.importers.tool_list import import_mcp
+from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
 
 from .conftest import learned_use_log, npm_server
 

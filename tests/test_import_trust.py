@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
-from prompt_composer.importers import (
+from prompt_composer.importers.tool_list import (
     STATE_FILE,
     McpListing,
     UpstreamTool,

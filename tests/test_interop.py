@@ -10,11 +10,12 @@ import pytest
 import yaml
 
 from prompt_composer import Composer, load_registry, run_audit
-from prompt_composer.audit import brief_parameter_mentions
+from prompt_composer.agent.providers import to_openai_tool, tools_for
 from prompt_composer.cli import main
-from prompt_composer.docs import BRIEF_MAX_WORDS, count_words
+from prompt_composer.core.audit import brief_parameter_mentions
+from prompt_composer.core.docs import BRIEF_MAX_WORDS, count_words
 from prompt_composer.errors import ImporterError
-from prompt_composer.importers import (
+from prompt_composer.importers.tool_list import (
     STATE_FILE,
     UpstreamTool,
     api_name,
@@ -23,7 +24,6 @@ from prompt_composer.importers import (
     parse_tool_list,
     tool_docs_from_upstream,
 )
-from prompt_composer.providers import to_openai_tool, tools_for
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 

@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from prompt_composer import Composer, default_docs_dir, load_registry
-from prompt_composer.audit import run_audit
 from prompt_composer.cli import main
+from prompt_composer.core.audit import run_audit
+from prompt_composer.core.modes import FileRestriction
 from prompt_composer.errors import ImporterError
-from prompt_composer.modes import FileRestriction
-from prompt_composer.roomodes import RooModesError, import_roomodes, js_file_regex
+from prompt_composer.importers.roomodes import RooModesError, import_roomodes, js_file_regex
 
 from .test_interop import CORPORA, snapshot
 

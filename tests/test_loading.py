@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prompt_composer.cli import main
-from prompt_composer.docs import ToolDoc
+from prompt_composer.core.docs import ToolDoc
+from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError, Problem
-from prompt_composer.registry import Registry, load_registry
 
 DATA = Path(__file__).resolve().parent / "data" / "malformed"
 BASE = DATA / "base"

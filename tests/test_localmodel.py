@@ -13,10 +13,10 @@ import jinja2
 import pytest
 
 from prompt_composer.cli import main
-from prompt_composer.localmodel import (
+from prompt_composer.errors import LocalModelError
+from prompt_composer.local.model import (
     CHAT_TEMPLATES,
     DEFAULT_WEIGHTS,
-    LocalModelError,
     LocalModelServer,
     Weights,
     chat_template,

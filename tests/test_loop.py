@@ -17,9 +17,7 @@ import openai
 import pytest
 
 from prompt_composer import Composer, Registry, ToolDoc
-from prompt_composer.discovery import CALL_TOOL_NAME, TOOL_SEARCH_NAME
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.loop import (
+from prompt_composer.agent.loop import (
     Iteration,
     LoopResult,
     MaxIterationsError,
@@ -29,9 +27,10 @@ from prompt_composer.loop import (
     partial_result,
     wrap,
 )
-from prompt_composer.promotion import inline_text
-from prompt_composer.search import ToolSearch
-from prompt_composer.testserver import Reply, ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from prompt_composer.core.promotion import inline_text
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.testing.server import Reply, ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
 
 from .conftest import make_doc, make_mode
 

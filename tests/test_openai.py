@@ -16,10 +16,10 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from prompt_composer import Composer, Registry
+from prompt_composer.agent.openai import AsyncComposedOpenAI, ComposedOpenAI, usage_of, wrap
 from prompt_composer.cli import main
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.openai import AsyncComposedOpenAI, ComposedOpenAI, usage_of, wrap
-from prompt_composer.testserver import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.core.builtins import FETCH_TOOL_NAME
+from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
 
 from .conftest import make_doc, make_mode
 
@@ -246,8 +246,8 @@ def test_run_provider_openai_without_a_key_for_a_remote_server_is_refused(
 def test_a_streamed_reply_keeps_llama_cpp_timings_for_the_cache_count() -> None:
     from openai.types.chat import ChatCompletionChunk
 
-    from prompt_composer.loop import Clock
-    from prompt_composer.openai import _Accumulator
+    from prompt_composer.agent.loop import Clock
+    from prompt_composer.agent.openai import _Accumulator
 
     base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     chunks = [
@@ -266,7 +266,7 @@ def test_a_streamed_reply_keeps_llama_cpp_timings_for_the_cache_count() -> None:
 
 
 def test_odd_replies_are_answered_or_refused_never_left_dangling() -> None:
-    from prompt_composer.openai import ChatAdapter
+    from prompt_composer.agent.openai import ChatAdapter
 
     def completion(message: dict[str, Any]) -> ChatCompletion:
         return ChatCompletion.model_validate(

@@ -12,6 +12,7 @@ PUBLIC = {
     "Gateway",
     "ServerSpec",
     "UpstreamError",
+    "ExecutorError",
     "Upstreams",
     "load_servers",
     "mcp_executors",
@@ -63,7 +64,7 @@ PUBLIC = {
     "run_audit",
     "strip_descriptions",
     "tool_search_definition",
-    # the tool loop, whatever the provider (prompt_composer.loop; no SDK imported until wrap() sees a client)
+    # the tool loop, whatever the provider (prompt_composer.agent.loop; no SDK imported until wrap() sees a client)
     "Iteration",
     "LoopResult",
     "MaxIterationsError",
@@ -75,10 +76,10 @@ PUBLIC = {
     "WrapOptions",
     "partial_result",
     "wrap",
-    # tuning a mode from use (prompt_composer.tune)
+    # tuning a mode from use (prompt_composer.learn.tune)
     "TuneResult",
     "tune_mode",
-    # the event log and what reads it (prompt_composer.events, prompt_composer.stats)
+    # the event log and what reads it (prompt_composer.learn.events, prompt_composer.learn.stats)
     "DropCounts",
     "EventLog",
     "JsonlSink",
@@ -106,9 +107,9 @@ def test_every_error_derives_from_the_root() -> None:
 
 def test_core_imports_neither_the_sdk_nor_numpy() -> None:
     probe = (
-        "import sys, prompt_composer, prompt_composer.cli, prompt_composer.replay, prompt_composer.importers,"
-        " prompt_composer.roomodes, prompt_composer.providers, prompt_composer.executors, prompt_composer.evaluate,"
-        " prompt_composer.bench, prompt_composer.localmodel, prompt_composer.loop, prompt_composer.textcalls;"
+        "import sys, prompt_composer, prompt_composer.cli, prompt_composer.learn.replay, prompt_composer.importers.tool_list,"
+        " prompt_composer.importers.roomodes, prompt_composer.agent.providers, prompt_composer.safety.executors, prompt_composer.discovery.evaluate,"
+        " prompt_composer.agent.bench, prompt_composer.local.model, prompt_composer.agent.loop, prompt_composer.agent.textcalls;"
         " print(sorted(m for m in ('anthropic', 'openai', 'numpy', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout

@@ -27,10 +27,11 @@ import anthropic
 import pytest
 
 from prompt_composer import Composer, Registry, load_registry
-from prompt_composer.anthropic import LoopResult, MaxIterationsError, PendingCall, wrap
-from prompt_composer.executors import workspace_executors
-from prompt_composer.fetch import FETCH_TOOL_NAME
-from prompt_composer.localmodel import DEFAULT_WEIGHTS, LocalModelServer, model_path
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.loop import LoopResult, MaxIterationsError, PendingCall
+from prompt_composer.core.builtins import FETCH_TOOL_NAME
+from prompt_composer.local.model import DEFAULT_WEIGHTS, LocalModelServer, model_path
+from prompt_composer.safety.executors import workspace_executors
 
 SHIPPED = Path(__file__).resolve().parent.parent / "tool_docs"
 MODE = """slug: {slug}
@@ -428,8 +429,8 @@ def test_a_call_of_an_imported_tool_reaches_its_real_mcp_server(sdk: anthropic.A
     """Routing (``mcp_executors``, what ``run --servers`` uses): the model's call of an imported tool reaches the
     real upstream (PyPI mcp-server-time) under its original name, and the server's own answer is the result."""
     pytest.importorskip("mcp_server_time")
-    from prompt_composer.importers import import_mcp
-    from prompt_composer.upstreams import mcp_executors
+    from prompt_composer.importers.tool_list import import_mcp
+    from prompt_composer.mcp.upstreams import mcp_executors
 
     docs = tmp_path / "docs"
     (docs / "modes").mkdir(parents=True)

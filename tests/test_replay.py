@@ -10,9 +10,10 @@ import pytest
 
 from prompt_composer import Composer, InputFileError, Registry
 from prompt_composer.cli import main
-from prompt_composer.fetch import fetch_tool_doc
-from prompt_composer.promotion import DEFAULT_POLICY, POLICIES, inline_text
-from prompt_composer.replay import (
+from prompt_composer.core.fetch import fetch_tool_doc
+from prompt_composer.core.promotion import DEFAULT_POLICY, POLICIES, inline_text
+from prompt_composer.core.session import TaskSession
+from prompt_composer.learn.replay import (
     ANTHROPIC,
     COST_MODELS,
     OPENAI,
@@ -32,7 +33,6 @@ from prompt_composer.replay import (
     synthetic_replay,
     synthetic_tasks,
 )
-from prompt_composer.session import TaskSession
 
 from .conftest import make_doc, make_mode
 

@@ -15,20 +15,20 @@ import numpy as np
 import pytest
 
 from prompt_composer import ModeConfig, Registry, ToolDoc, load_registry
-from prompt_composer import embeddings as embeddings_module
-from prompt_composer.embeddings import EmbeddingUnavailable, vector_cache_path
-from prompt_composer.search import (
+from prompt_composer.discovery import embeddings as embeddings_module
+from prompt_composer.discovery.embeddings import vector_cache_path
+from prompt_composer.discovery.search import (
     MAX_NEEDS,
     LexicalIndex,
     ToolSearch,
     decompose,
     doc_fingerprint,
-    load_phrasings,
-    phrasings_from_events,
     semantic_texts,
     split_identifier,
     tokenize,
 )
+from prompt_composer.errors import EmbeddingUnavailable
+from prompt_composer.learn.phrasings import load_phrasings, phrasings_from_events
 
 
 @pytest.fixture(autouse=True)
@@ -269,7 +269,7 @@ def test_no_model_falls_back_to_keyword_with_one_warning(
     search = ToolSearch(registry)  # the default model, which is "not installed"
     code = registry.mode("code")
     assert search.default_strategy() == "keyword"
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.search"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.search"):
         first = search.search("grep the codebase", code, strategy="hybrid")
         second = search.search("run the tests", code, strategy="semantic")
     assert first.strategy == second.strategy == "keyword"
@@ -283,7 +283,7 @@ def test_no_model_falls_back_to_keyword_with_one_warning(
 def test_embedding_error_at_query_time_falls_back(registry: Registry, caplog: pytest.LogCaptureFixture) -> None:
     search = ToolSearch(registry, embedder=BrokenEmbedder())
     code = registry.mode("code")
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.search"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.search"):
         selection = search.select("grep the codebase", code, strategy="hybrid")
         result = search.search("grep the codebase", code, strategy="hybrid")
     # selection: every tool of the mode, with a warning; search: keyword results, with a warning

@@ -16,8 +16,8 @@ import pytest
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
-from prompt_composer.evaluate import EvalQuery, evaluate, load_queries
-from prompt_composer.search import ToolSearch
+from prompt_composer.discovery.evaluate import EvalQuery, evaluate, load_queries
+from prompt_composer.discovery.search import ToolSearch
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

@@ -1,4 +1,4 @@
-"""The tool-poisoning lint (prompt_composer.security), quarantine, and the lint measured on a corpus.
+"""The tool-poisoning lint (prompt_composer.safety.lint), quarantine, and the lint measured on a corpus.
 
 The corpus: ``tests/data/poison/`` holds poisoned tool definitions written for this project after the published
 attack patterns (hidden ``<IMPORTANT>`` blocks, shadowing, rug pulls, smuggled Unicode, exfiltration through
@@ -23,14 +23,14 @@ import pytest
 import yaml
 
 from prompt_composer import Composer, Registry, ToolDoc, load_registry
-from prompt_composer.docs import NAME_PATTERN
+from prompt_composer.agent.loop import wrap
+from prompt_composer.core.docs import NAME_PATTERN
+from prompt_composer.core.fetch import handle_fetch
+from prompt_composer.core.modes import Mode
+from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.errors import LoadError
-from prompt_composer.fetch import handle_fetch
-from prompt_composer.importers import UpstreamTool, doc_yaml, draft_brief, import_json
-from prompt_composer.loop import wrap
-from prompt_composer.modes import Mode
-from prompt_composer.search import ToolSearch
-from prompt_composer.security import (
+from prompt_composer.importers.tool_list import UpstreamTool, doc_yaml, draft_brief, import_json
+from prompt_composer.safety.lint import (
     FULL_SIZE_FLOOR,
     QUARANTINE_SEVERITY,
     RULES,
@@ -42,7 +42,7 @@ from prompt_composer.security import (
     scan_registry,
     scan_text,
 )
-from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
 
 from .conftest import make_doc, make_mode
 from .test_interop import CORPORA, run_cli, snapshot, write_json

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prompt_composer import Composer, InMemorySessionStore, Registry, TaskSession
-from prompt_composer.session import PinnedPrompt, SessionData
+from prompt_composer.core.session import PinnedPrompt, SessionData
 
 from .conftest import make_mode
 
@@ -189,14 +189,14 @@ def test_a_pin_holds_what_the_prompt_was_composed_from(mini_registry: Registry) 
     composed_now = composer.compose(code, session)
     key = f"{mini_registry.fingerprint}/code"
     assert session.pinned(key) is None
-    prompt = session.pinned_prompt(key, composer, code)
+    prompt = composer.pinned_prompt(session, key, code)
     assert prompt is composed_now  # the composer's cache: the same inputs, the same prompt
     pin = session.pinned(key)
     assert pin == PinnedPrompt(mini_registry.fingerprint, "code", ("write_to_file", "execute_command"), ("glob",))
     session.record_uses(["apply_diff", "list_files"])
-    assert session.pinned_prompt(key, composer, code) is prompt
+    assert composer.pinned_prompt(session, key, code) is prompt
     # Another composer (cold cache) recomposes it from the pin alone, byte-identical.
-    again = pin.compose(Composer(mini_registry)) if pin is not None else None
+    again = Composer(mini_registry).compose_pinned(pin) if pin is not None else None
     assert again is not None and again is not prompt
     assert json.dumps(again.as_dict()) == json.dumps(prompt.as_dict())
     assert session.pin(key, fingerprint="other", mode=mini_registry.mode("ask")) == pin  # the first pin wins
@@ -211,8 +211,8 @@ def test_a_discovery_mode_pin_recomposes_the_discovered_tools(mini_registry: Reg
     pin = session.pin("k", fingerprint=registry.fingerprint, mode=find)
     assert pin.discovered == ("glob", "write_to_file")
     session.discover(["apply_diff"])
-    assert pin.compose(composer).discovered == ("glob", "write_to_file")
-    assert pin.compose(composer) == composer.compose_discovery(find, ["glob", "write_to_file"])
+    assert composer.compose_pinned(pin).discovered == ("glob", "write_to_file")
+    assert composer.compose_pinned(pin) == composer.compose_discovery(find, ["glob", "write_to_file"])
 
 
 def test_concurrent_pins_agree(mini_registry: Registry) -> None:
@@ -225,7 +225,7 @@ def test_concurrent_pins_agree(mini_registry: Registry) -> None:
     def worker(i: int) -> None:
         barrier.wait()
         session.record_use(["glob", "apply_diff", "list_files", "write_to_file"][i % 4])
-        seen.append(session.pinned_prompt("k", composer, code))
+        seen.append(composer.pinned_prompt(session, "k", code))
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
     for t in threads:
@@ -234,7 +234,7 @@ def test_concurrent_pins_agree(mini_registry: Registry) -> None:
         t.join()
     assert len(seen) == 8
     assert all(p == seen[0] for p in seen)  # one pin; equal prompts (identical once the composer's cache has it)
-    assert session.pinned_prompt("k", composer, code) is session.pinned_prompt("k", composer, code)
+    assert composer.pinned_prompt(session, "k", code) is composer.pinned_prompt(session, "k", code)
 
 
 def test_the_in_memory_store_bounds_discovery() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prompt_composer import Composer, Registry, run_audit
-from prompt_composer.audit import brief_parameter_mentions
+from prompt_composer.core.audit import brief_parameter_mentions
 
 GOLDEN = Path(__file__).parent / "golden"
 SEED_PERMANENT = {

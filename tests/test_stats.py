@@ -12,8 +12,9 @@ import pytest
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
-from prompt_composer.replay import MALFORMED, SWE_AGENT_TOOL_MAP
-from prompt_composer.stats import compute_stats, read_events
+from prompt_composer.learn.events import read_events
+from prompt_composer.learn.replay import MALFORMED, SWE_AGENT_TOOL_MAP
+from prompt_composer.learn.stats import compute_stats
 
 from .test_loop import REG
 

@@ -1,4 +1,4 @@
-"""Tests for prompt_composer.testserver, driving the real anthropic and openai SDKs against it."""
+"""Tests for prompt_composer.testing.server, driving the real anthropic and openai SDKs against it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import anthropic
 import openai
 import pytest
 
-from prompt_composer.testserver import (
+from prompt_composer.testing.server import (
     Reply,
     ScriptedMessagesServer,
     Usage,
@@ -700,7 +700,7 @@ def _start_cli(*args: str) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return subprocess.Popen(
-        [sys.executable, "-m", "prompt_composer.testserver", *args],
+        [sys.executable, "-m", "prompt_composer.testing", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,10 +13,9 @@ import yaml
 
 from prompt_composer import LoadError, Registry, default_docs_dir, load_registry, run_audit
 from prompt_composer.cli import main
-from prompt_composer.composer import Composer
-from prompt_composer.replay import ANTHROPIC, ReplayParams, Task, load_traces
-from prompt_composer.testserver import ScriptedMessagesServer, text_reply, tool_use_reply
-from prompt_composer.tune import (
+from prompt_composer.core.composer import Composer
+from prompt_composer.learn.replay import ANTHROPIC, ReplayParams, Task, load_traces
+from prompt_composer.learn.tune import (
     Setting,
     TuneResult,
     load_log_tasks,
@@ -27,6 +26,7 @@ from prompt_composer.tune import (
     tune_mode,
     write_overlay,
 )
+from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
 
 from .conftest import make_doc, make_mode
 

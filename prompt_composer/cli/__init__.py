@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import LoadError, PromptComposerError
-from . import agent, bench, core, discovery, gateway, interop, local, stats, tune
+from . import _common as core
+from . import agent, bench, discovery, gateway, interop, local, stats, tune
 
 __all__ = ["main"]
 

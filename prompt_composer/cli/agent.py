@@ -12,12 +12,20 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..composer import Composer, SystemInfo
-from ..events import EventLog
-from ..promotion import POLICIES
-from ..replay import COST_MODELS, ReplayParams, ReplayReport, load_traces, replay, split_by_model, synthetic_replay
-from ..search import ToolSearch
-from .core import add_learn_from, loopback, plural, positive_int, registry_of, search_for
+from ..core.composer import Composer, SystemInfo
+from ..core.promotion import POLICIES
+from ..discovery.search import ToolSearch
+from ..learn.events import EventLog
+from ..learn.replay import (
+    COST_MODELS,
+    ReplayParams,
+    ReplayReport,
+    load_traces,
+    replay,
+    split_by_model,
+    synthetic_replay,
+)
+from ._common import add_learn_from, loopback, plural, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -144,7 +152,8 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..executors import ExecutorError, workspace_executors
+    from ..errors import ExecutorError
+    from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
     registry.mode(args.mode)  # unknown mode: exit 2 before any request
@@ -177,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if events is not None:
             stack.callback(close_log, events)
         if args.servers is not None:  # imported tools go to their servers (started on first use, stopped at exit)
-            from ..upstreams import mcp_executors
+            from ..mcp.upstreams import mcp_executors
 
             executors.update(stack.enter_context(mcp_executors(registry, args.servers)))
         return _run_task(args, registry, sdk, executors, events, search)
@@ -191,7 +200,7 @@ def _run_task(
     events: EventLog | None,
     search: ToolSearch | None,
 ) -> int:
-    from ..loop import MaxIterationsError, partial_result, wrap
+    from ..agent.loop import MaxIterationsError, partial_result, wrap
 
     with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it

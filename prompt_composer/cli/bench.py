@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any, cast
 
-from ..bench import VARIANTS, Variant, load_tasks, render_table, run_bench
+from ..agent.bench import VARIANTS, Variant, load_tasks, render_table, run_bench
+from ._common import positive_int, registry_of
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
-from .core import positive_int, registry_of
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
 

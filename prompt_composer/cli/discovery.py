@@ -10,10 +10,10 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..discovery import render_search_result
-from ..evaluate import evaluate, load_queries
-from ..search import SearchStrategy, ToolSearch
-from .core import add_learn_from, positive_int, registry_of, search_for
+from ..discovery.evaluate import evaluate, load_queries
+from ..discovery.search import SearchStrategy, ToolSearch
+from ..discovery.tools import render_search_result
+from ._common import add_learn_from, positive_int, registry_of, search_for
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
 def _quiet_search_logs() -> Iterator[None]:
     """Search warnings reach the user once, through the result, on stderr; not again through logging. Scoped, so
     a caller running the CLI in-process (tests, notebooks) keeps its own logging afterwards."""
-    logger = logging.getLogger("prompt_composer.search")
+    logger = logging.getLogger("prompt_composer.discovery.search")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:

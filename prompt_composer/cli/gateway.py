@@ -7,7 +7,7 @@ import contextlib
 import sys
 from typing import Any
 
-from .core import add_learn_from, registry_of, search_for
+from ._common import add_learn_from, registry_of, search_for
 
 
 def register(sub: Any) -> None:
@@ -51,13 +51,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import anyio
 
-        from ..gateway import Gateway, serve_http, serve_stdio
+        from ..mcp.gateway import Gateway, serve_http, serve_stdio
     except ImportError:
         print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
         return 2
-    from ..events import EventLog
-    from ..executors import ExecutorError, workspace_executors
-    from ..upstreams import Upstreams, load_servers
+    from ..errors import ExecutorError
+    from ..learn.events import EventLog
+    from ..mcp.upstreams import Upstreams, load_servers
+    from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
     registry.mode(args.mode)  # an unknown mode exits 2 before anything starts

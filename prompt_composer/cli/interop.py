@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..importers import import_json, import_mcp
-from ..roomodes import RooModesError, import_roomodes
+from ..importers.roomodes import RooModesError, import_roomodes
+from ..importers.tool_list import import_json, import_mcp
 
 
 def register(sub: Any) -> None:

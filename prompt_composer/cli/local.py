@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..localmodel import CHAT_TEMPLATES, DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, serve, setup_model
-from .core import positive_int
+from ..local.model import CHAT_TEMPLATES, DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, serve, setup_model
+from ._common import positive_int
 
 
 def register(sub: Any) -> None:

@@ -7,9 +7,10 @@ import argparse
 import json
 from typing import Any
 
-from ..replay import load_traces
-from ..stats import DEFAULT_TOP, compute_stats, read_events, trace_events
-from .core import positive_int, registry_of
+from ..learn.events import read_events
+from ..learn.replay import load_traces
+from ..learn.stats import DEFAULT_TOP, compute_stats, trace_events
+from ._common import positive_int, registry_of
 
 DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks
 

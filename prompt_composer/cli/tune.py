@@ -10,12 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..core.registry import load_registry
 from ..errors import InputFileError, LoadError
-from ..registry import load_registry
-from ..replay import COST_MODELS, ReplayParams, load_traces
-from ..tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, mode_file_diff, tune_mode
-from ..tune import write_overlay as write_overlay_file
-from .core import registry_of
+from ..learn.replay import COST_MODELS, ReplayParams, load_traces
+from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, mode_file_diff, tune_mode
+from ..learn.tune import write_overlay as write_overlay_file
+from ._common import registry_of
 
 
 def fraction(text: str) -> float:

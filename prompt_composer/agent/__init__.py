@@ -1,0 +1,46 @@
+"""The agent loop: one provider-neutral tool loop, with an adapter per provider SDK (Anthropic Messages, OpenAI
+Chat Completions and Responses), text-style tool calls for models without native ones, and ``bench``.
+
+No provider SDK is imported until :func:`wrap` sees a client of it.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..shared.lazy import attach
+
+if TYPE_CHECKING:
+    from .bench import BenchReport, load_tasks, run_bench
+    from .loop import (
+        Iteration,
+        LoopResult,
+        MaxIterationsError,
+        PendingCall,
+        StopLoop,
+        TokenUsage,
+        ToolCallRecord,
+        ToolLoopError,
+        WrapOptions,
+        partial_result,
+        wrap,
+    )
+    from .providers import tools_for
+
+__all__ = [
+    "BenchReport",
+    "Iteration",
+    "LoopResult",
+    "MaxIterationsError",
+    "PendingCall",
+    "StopLoop",
+    "TokenUsage",
+    "ToolCallRecord",
+    "ToolLoopError",
+    "WrapOptions",
+    "load_tasks",
+    "partial_result",
+    "run_bench",
+    "tools_for",
+    "wrap",
+]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,0 +1,201 @@
+"""Token budget audit: per mode (baseline, composed, worst case, budget) and per tool (brief vs full)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .composer import Composer
+from .docs import ToolDoc, count_words
+from .modes import Mode
+from .session import DEFAULT_DISCOVERED
+
+
+@dataclass(frozen=True)
+class ModeAudit:
+    mode: str
+    tools: int
+    permanent: int
+    recent_size: int
+    baseline_tokens: int  # every allowed tool in full, no fetch tool: the agent without prompt-composer
+    composed_tokens: int  # empty FIFO: permanent tools in full, the rest brief, plus fetch_tool_description
+    worst_tokens: int  # FIFO filled with the mode's largest non-permanent tools
+    worst_recent: tuple[str, ...]
+    budget_tokens: int
+
+    @property
+    def saving(self) -> float:
+        """1 - composed/baseline: the share of tool-prompt tokens an empty-FIFO turn saves."""
+        return 1 - self.composed_tokens / self.baseline_tokens if self.baseline_tokens else 0.0
+
+    @property
+    def within_budget(self) -> bool:
+        return self.worst_tokens <= self.budget_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["worst_recent"] = list(self.worst_recent)
+        data["saving"] = round(self.saving, 4)
+        data["within_budget"] = self.within_budget
+        return data
+
+
+@dataclass(frozen=True)
+class ToolAudit:
+    name: str
+    group: str
+    brief_tokens: int  # the brief native definition: brief text + schema without descriptions
+    full_tokens: int  # the full native definition: full text + complete schema
+    brief_words: int
+    brief_source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    fingerprint: str
+    modes: tuple[ModeAudit, ...]
+    tools: tuple[ToolAudit, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def over_budget(self) -> tuple[ModeAudit, ...]:
+        return tuple(m for m in self.modes if not m.within_budget)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "modes": [m.as_dict() for m in self.modes],
+            "tools": [t.as_dict() for t in self.tools],
+            "drafted_briefs": [t.name for t in self.tools if t.brief_source == "drafted"],
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, ensure_ascii=False)
+
+    def to_table(self) -> str:
+        return _render_table(self, markdown=False)
+
+    def to_markdown(self) -> str:
+        return _render_table(self, markdown=True)
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def brief_parameter_mentions(doc: ToolDoc) -> list[str]:
+    """Parameter names the brief mentions: in backticks, or as a distinctive identifier (``start_line``).
+
+    Plain English words that happen to be parameter names ("path", "query") are not flagged unless quoted
+    as code, since a brief may well say "a file path".
+    """
+    params = doc.parameters
+    spans = {s.strip() for s in _CODE_SPAN.findall(doc.brief)}
+    found = []
+    for name in params:
+        distinctive = "_" in name or any(c.isupper() for c in name[1:])
+        if name in spans or (distinctive and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", doc.brief)):
+            found.append(name)
+    return found
+
+
+def tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
+    return ToolAudit(
+        name=doc.name,
+        group=doc.group,
+        brief_tokens=composer.definition(doc.name, full=False)[1],
+        full_tokens=composer.definition(doc.name, full=True)[1],
+        brief_words=count_words(doc.brief),
+        brief_source=doc.brief_source,
+    )
+
+
+def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]) -> ModeAudit:
+    permanent = set(mode.permanent)
+    candidates = [n for n in mode.allowed if n not in permanent]
+    # The largest expansions: what a full FIFO adds over the brief forms it replaces.
+    largest = sorted(candidates, key=lambda n: (-(tool_audits[n].full_tokens - tool_audits[n].brief_tokens), n))
+    baseline = composer.baseline(mode).tokens.total
+    if mode.config.discovery:
+        # A discovery mode's list grows with what tool_search finds, up to the session's limit.
+        worst_recent = tuple(largest[:DEFAULT_DISCOVERED])
+        composed = composer.compose_discovery(mode, ()).tokens.total
+        worst = composer.compose_discovery(mode, worst_recent).tokens.total
+    else:
+        worst_recent = tuple(n for n in mode.allowed if n in set(largest[: mode.recent_size]))
+        composed = composer.compose(mode, recent=()).tokens.total
+        worst = composer.compose(mode, recent=worst_recent).tokens.total
+    return ModeAudit(
+        mode=mode.slug,
+        tools=len(mode.allowed),
+        permanent=len(mode.permanent),
+        recent_size=mode.recent_size,
+        baseline_tokens=baseline,
+        composed_tokens=composed,
+        worst_tokens=worst,
+        worst_recent=worst_recent,
+        budget_tokens=mode.config.budget_tokens,
+    )
+
+
+def run_audit(composer: Composer) -> AuditReport:
+    registry = composer.registry
+    tool_audits = {name: tool_audit(composer, doc) for name, doc in registry.tools.items()}
+    modes = tuple(mode_audit(composer, mode, tool_audits) for mode in registry.modes.values())
+    warnings = []
+    for name, doc in registry.tools.items():
+        mentioned = brief_parameter_mentions(doc)
+        if mentioned:
+            warnings.append(f"{name}: brief names parameters ({', '.join(mentioned)}); keep those for the full form")
+    return AuditReport(registry.fingerprint, modes, tuple(tool_audits.values()), tuple(warnings))
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    )
+    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
+
+
+def _render_table(report: AuditReport, *, markdown: bool) -> str:
+    mode_rows = [
+        [
+            m.mode,
+            str(m.tools),
+            str(m.baseline_tokens),
+            str(m.composed_tokens),
+            f"{m.saving:.0%}",
+            str(m.worst_tokens),
+            str(m.budget_tokens),
+            "ok" if m.within_budget else "OVER",
+        ]
+        for m in report.modes
+    ]
+    tool_rows = [
+        [t.name, t.group, str(t.brief_tokens), str(t.full_tokens), str(t.brief_words), t.brief_source]
+        for t in report.tools
+    ]
+    heading = "## " if markdown else ""
+    lines = [f"{heading}Modes (tokens: cl100k_base; registry {report.fingerprint})", ""]
+    lines += _table(
+        ["mode", "tools", "baseline", "composed", "saving", "worst", "budget", "status"], mode_rows, markdown
+    )
+    lines += ["", f"{heading}Tools", ""]
+    lines += _table(["tool", "group", "brief", "full", "brief words", "brief source"], tool_rows, markdown)
+    if report.warnings:
+        lines += ["", f"{heading}Warnings", ""]
+        lines += [f"- {w}" for w in report.warnings]
+    return "\n".join(lines)

@@ -1,0 +1,494 @@
+"""The composer: (mode, task session) → the turn's system prompt and native tool list.
+
+Composing is pure: the same registry, mode and FIFO view give byte-identical output, so results are cached
+(keyed on the registry fingerprint, the mode and the FIFO view) and provider prompt caches stay warm.
+
+Doc text reaches the output only as template *variables*, never as template source, so ``{{ 7*7 }}`` in a
+tool doc is printed as those characters.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import os
+import platform
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from cachetools import LRUCache
+
+from .builtins import fetch_tool_definition, tool_search_definition
+from .docs import ToolDoc
+from .fetch import fetch_tool_doc
+from .modes import Mode
+from .registry import Registry
+from .schema import strip_descriptions
+from .session import PinnedPrompt, TaskSession
+from .tokens import TokenCounter, count_tools, default_counter
+
+# System prompt sections, in order (the slots of Roo Code's system prompt). Each is a template file in
+# templates/ that a user may override; a section that renders empty leaves no trace.
+SECTIONS = (
+    "role",
+    "formatting",
+    "tool_use",
+    "catalog",
+    "guidelines",
+    "mcp",
+    "capabilities",
+    "modes",
+    "rules",
+    "system_info",  # in the stable part; its date, when given, changes the cached prefix once a day
+    "objective",
+    "custom_instructions",
+)
+# Whatever changes within a task goes last, after everything stable, so the stable prefix stays cacheable.
+RECENT_SECTION = "recent"
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """What the system information section tells the model about the machine it works on.
+
+    An explicit input (``Composer(registry, context={"system_info": info})``, ``wrap(..., system_info=info)``),
+    never read during composition, so composing stays pure. :meth:`detect` reads the machine; build one by hand
+    for reproducible prompts. The date sits in the stable part of the system prompt, so a client that re-detects
+    it changes its cached prompt prefix once a day.
+    """
+
+    workspace: str
+    os: str
+    shell: str
+    date: str  # ISO 8601, YYYY-MM-DD
+
+    @classmethod
+    def detect(
+        cls,
+        workspace: str | Path = ".",
+        *,
+        today: datetime.date | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> SystemInfo:
+        """This machine now: the workspace's absolute path, the OS and release, the user's shell, today's date."""
+        env = os.environ if environ is None else environ
+        system = platform.system() or "unknown"
+        if system == "Darwin":
+            name = f"macOS {platform.mac_ver()[0]}".strip()
+        else:
+            name = f"{system} {platform.release()}".strip()
+        shell = env.get("SHELL") or env.get("COMSPEC") or "unknown"
+        return cls(
+            workspace=str(Path(workspace).resolve()),
+            os=name,
+            shell=shell,
+            date=(today or datetime.date.today()).isoformat(),
+        )
+
+    def items(self) -> tuple[tuple[str, str], ...]:
+        """(label, value) pairs in display order, as the ``system_info`` template lists a mapping's items."""
+        pairs = (
+            ("Workspace folder", self.workspace),
+            ("Operating system", self.os),
+            ("Default shell", self.shell),
+            ("Current date", self.date),
+        )
+        return tuple((label, value) for label, value in pairs if value)
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    system: int
+    tools: int
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools
+
+    def as_dict(self) -> dict[str, int]:
+        return {"system": self.system, "tools": self.tools, "total": self.total}
+
+
+@dataclass(frozen=True)
+class ComposedPrompt:
+    """One turn's prompt. Shared between callers through the cache: treat it (and its dicts) as read-only."""
+
+    mode: str
+    fingerprint: str
+    style: str
+    system_stable: str
+    system_recent: str
+    tools: tuple[dict[str, Any], ...]
+    full: tuple[str, ...]
+    brief: tuple[str, ...]
+    recent: tuple[str, ...]
+    tokens: TokenCounts
+    # Discovery modes only: the tools tool_search activated in this task, in discovery order.
+    discovered: tuple[str, ...] = ()
+    discovery: bool = False
+
+    @property
+    def system(self) -> str:
+        """The whole system prompt: the stable part, then the part that changes within a task."""
+        if self.system_stable and self.system_recent:
+            return f"{self.system_stable}\n\n{self.system_recent}"
+        return self.system_stable or self.system_recent
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "fingerprint": self.fingerprint,
+            "style": self.style,
+            "full": list(self.full),
+            "brief": list(self.brief),
+            "recent": list(self.recent),
+            "system": self.system,
+            "tools": [json.loads(json.dumps(t)) for t in self.tools],
+            "tokens": self.tokens.as_dict(),
+            **({"discovered": list(self.discovered)} if self.discovery else {}),
+        }
+
+
+@dataclass(frozen=True)
+class _DocView:
+    """What templates see of a tool doc."""
+
+    name: str
+    group: str
+    brief: str
+    full: str
+    hint: str
+    schema_json: str
+    signature: str
+
+
+def _signature(doc: ToolDoc) -> str:
+    """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
+    required = set(doc.input_schema.get("required", []))
+    parts = []
+    for name, schema in doc.input_schema.get("properties", {}).items():
+        kind = schema.get("type", "any")
+        kind = "|".join(kind) if isinstance(kind, list) else str(kind)
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts)
+
+
+def _view(doc: ToolDoc) -> _DocView:
+    return _DocView(
+        name=doc.name,
+        group=doc.group,
+        brief=doc.brief,
+        full=doc.full,
+        hint=doc.hint or "",
+        schema_json=json.dumps(doc.input_schema, ensure_ascii=False, separators=(",", ":")),
+        signature=_signature(doc),
+    )
+
+
+def _environment(templates: str | Path | None) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = []
+    if templates is not None:
+        loaders.append(jinja2.FileSystemLoader(str(templates)))
+    loaders.append(jinja2.PackageLoader("prompt_composer.core", "templates"))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,  # plain text prompts, not HTML
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        auto_reload=False,
+    )
+
+
+class Composer:
+    """Composes prompts for one registry. Thread-safe; results are cached.
+
+    ``templates`` is a folder whose ``<section>.j2`` files replace the shipped ones (see :data:`SECTIONS`);
+    ``context`` gives templates extra values (``mcp_servers``, ``system_info`` (a :class:`SystemInfo` or a
+    mapping of label to value), ``capabilities``, ``custom_instructions`` (the user's own, shown apart from the
+    mode's), or anything your own templates use). Both are fixed for the composer's life; see
+    :meth:`with_context` for a composer with other values.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        counter: TokenCounter | None = None,
+        templates: str | Path | None = None,
+        context: Mapping[str, Any] | None = None,
+        cache_size: int = 4096,
+    ) -> None:
+        self.registry = registry
+        self.counter: TokenCounter = counter if counter is not None else default_counter()
+        self._templates = templates
+        self._env = _environment(templates)
+        self._context: dict[str, Any] = {
+            "mcp_servers": [],
+            "system_info": {},
+            "capabilities": "",
+            "custom_instructions": "",
+            **(context or {}),
+        }
+        self._views = {name: _view(doc) for name, doc in registry.tools.items()}
+        self._definitions: dict[tuple[str, bool], tuple[dict[str, Any], int]] = {}
+        self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
+        self._lock = threading.Lock()
+
+    # -- public API ----------------------------------------------------------------------------------
+
+    def with_context(self, **values: Any) -> Composer:
+        """A composer for the same registry, counter and templates whose context has ``values`` on top of this
+        one's (e.g. ``system_info=SystemInfo.detect(root)``). It has its own cache; this one is unchanged."""
+        return Composer(
+            self.registry,
+            counter=self.counter,
+            templates=self._templates,
+            context={**self._context, **values},
+            cache_size=int(self._cache.maxsize),
+        )
+
+    def for_registry(self, registry: Registry) -> Composer:
+        """A composer for ``registry`` with this one's counter, templates and context, and its own cache. When
+        ``registry`` holds the same tool docs (the same folder with other mode settings, as ``tune`` tries), it
+        shares this one's compiled templates and tool definitions instead of building them again."""
+        other = Composer(registry, counter=self.counter, context=self._context, cache_size=int(self._cache.maxsize))
+        other._templates = self._templates
+        other._env = self._env
+        if dict(registry.tools) == dict(self.registry.tools):
+            other._views = self._views
+            other._definitions = self._definitions
+        return other
+
+    def compose(
+        self, mode: str | Mode, session: TaskSession | None = None, *, recent: Sequence[str] | None = None
+    ) -> ComposedPrompt:
+        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``)."""
+        resolved = self._mode(mode)
+        if resolved.config.discovery:
+            return self.compose_discovery(resolved, session.discovered(resolved) if session is not None else ())
+        if recent is None:
+            view = session.recent(resolved) if session is not None else ()
+        else:
+            view = self._view_of(resolved, recent)
+        return self._cached(
+            resolved,
+            view,
+            lambda: self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view),
+        )
+
+    def compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
+        """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
+        list only grows at its end), then ``tool_search`` and ``fetch_tool_description``. All listed tools are
+        in full; tools the mode does not allow, and permanent ones, are dropped from ``discovered``."""
+        resolved = self._mode(mode)
+        permanent = set(resolved.permanent)
+        seen: set[str] = set()
+        view: list[str] = []
+        for name in discovered:
+            if resolved.allows(name) and name not in permanent and name not in seen:
+                seen.add(name)
+                view.append(name)
+        return self._cached(
+            resolved,
+            ("\0discovery", *view),
+            lambda: self.render(resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view)),
+        )
+
+    def compose_pinned(self, pin: PinnedPrompt, mode: Mode | None = None) -> ComposedPrompt:
+        """A pinned prompt, recomposed from what it was pinned from (a cache hit when composed before).
+
+        ``mode`` defaults to the registry's mode of the pin's slug; a ``ValueError`` says this composer's registry
+        or the mode is not the one the prompt was pinned for."""
+        if self.registry.fingerprint != pin.fingerprint:
+            raise ValueError(
+                f"the prompt was pinned for registry {pin.fingerprint}, not the composer's {self.registry.fingerprint}"
+            )
+        resolved = mode if mode is not None else self.registry.mode(pin.mode)
+        if resolved.slug != pin.mode:
+            raise ValueError(f"the prompt was pinned for mode {pin.mode!r}, not {resolved.slug!r}")
+        # The same calls compose(mode, session) makes, with the views it read from the session at pin time.
+        if resolved.config.discovery:
+            return self.compose_discovery(resolved, pin.discovered)
+        return self.compose(resolved, recent=pin.recent)
+
+    def pinned_prompt(self, session: TaskSession, key: str, mode: Mode) -> ComposedPrompt:
+        """The prompt pinned under ``key`` for the task: pinned on first call (:meth:`TaskSession.pin`), then
+        recomposed from the pin (byte-identical; a cache hit when this composer composed it before)."""
+        return self.compose_pinned(session.pin(key, fingerprint=self.registry.fingerprint, mode=mode), mode)
+
+    def _cached(self, mode: Mode, view: tuple[str, ...], build: Callable[[], ComposedPrompt]) -> ComposedPrompt:
+        """The cache, keyed on (registry fingerprint, mode, FIFO view). A Mode object that is not the registry's
+        own (built or altered by the caller) is rendered without the cache, since its slug no longer says what
+        it holds."""
+        if self.registry.modes.get(mode.slug) is not mode:
+            return build()
+        key = (self.registry.fingerprint, mode.slug, view)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        prompt = build()
+        with self._lock:
+            self._cache[key] = prompt
+        return prompt
+
+    def baseline(self, mode: str | Mode) -> ComposedPrompt:
+        """What an agent without prompt-composer sends: every allowed tool in full, no fetch tool."""
+        resolved = self._mode(mode)
+        return self.render(resolved, full=frozenset(resolved.allowed), recent=(), include_fetch=False)
+
+    def fetch_text(self, name: str) -> str:
+        """The full description and schema of any registry tool (no access check: see fetch.handle_fetch)."""
+        return fetch_tool_doc(self.registry.tool(name))
+
+    def cache_info(self) -> dict[str, int]:
+        with self._lock:
+            return {"size": len(self._cache), "maxsize": int(self._cache.maxsize)}
+
+    # -- rendering -----------------------------------------------------------------------------------
+
+    def _mode(self, mode: str | Mode) -> Mode:
+        return mode if isinstance(mode, Mode) else self.registry.mode(mode)
+
+    @staticmethod
+    def _view_of(mode: Mode, recent: Sequence[str]) -> tuple[str, ...]:
+        """Replay ``recent`` (oldest first) into a throwaway session and take the mode's view."""
+        session = TaskSession(history_limit=max(len(recent), 1))
+        session.record_uses(recent)
+        return session.recent(mode)
+
+    def render(
+        self,
+        mode: Mode,
+        *,
+        full: frozenset[str],
+        recent: tuple[str, ...],
+        include_fetch: bool = True,
+        discovered: tuple[str, ...] | None = None,
+    ) -> ComposedPrompt:
+        """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
+
+        ``discovered`` (discovery modes) limits the tools to the permanent ones and those, see
+        :meth:`compose_discovery`."""
+        discovery = discovered is not None
+        allowed = mode.allowed
+        if discovered is not None:
+            allowed = (*(n for n in mode.allowed if n in set(mode.permanent)), *discovered)
+        full_names = tuple(n for n in allowed if n in full)
+        brief_names = tuple(n for n in allowed if n not in full)
+        style = mode.config.tool_style
+        text_style = style == "text"
+        permanent = set(mode.permanent)
+
+        # In text style, FIFO tools keep their brief entry in the (stable) catalog and get their full text
+        # in the recent section at the end, so a FIFO change never alters the cached prefix.
+        catalog_full = [n for n in allowed if n in full and (n in permanent or n not in recent)]
+        catalog_brief = [n for n in allowed if n not in catalog_full]
+        if not include_fetch:
+            catalog_full, catalog_brief = list(full_names), list(brief_names)
+        fetch_view = _view(_builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
+        if text_style and fetch_view is not None:
+            full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
+        else:
+            full_docs = [self._views[n] for n in catalog_full]
+        if discovered is not None:
+            # Discovered tools change within a task: in text style their docs go last, after the stable part.
+            catalog_full = [n for n in allowed if n not in discovered]
+            catalog_brief = []
+            recent = discovered
+            full_docs = [self._views[n] for n in catalog_full]
+            if text_style:
+                full_docs += [_view(_builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+        values = {
+            **self._context,
+            "mode": mode.config,
+            # The groups of the tools the mode allows (not only its ``groups``: ``include`` adds tools by name),
+            # so rules and guidelines say only what holds in this mode (no shell advice without a shell).
+            "tool_groups": frozenset(self.registry.tools[n].group for n in mode.allowed),
+            "style": style,
+            "fetch_available": include_fetch,
+            # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.
+            "expandable": not discovery and any(n not in permanent for n in allowed),
+            "discovery": discovery,
+            "discovery_total": len(mode.allowed),
+            "full_tools": full_names,
+            "brief_tools": brief_names,
+            "full_docs": full_docs,
+            "brief_docs": [self._views[n] for n in catalog_brief],
+            "recent_docs": [self._views[n] for n in recent if n not in permanent] if include_fetch else [],
+            "other_modes": [m.config for s, m in self.registry.modes.items() if s != mode.slug],
+        }
+        stable = "\n\n".join(filter(None, (self._section(name, values) for name in SECTIONS)))
+        recent_text = self._section(RECENT_SECTION, values) if text_style else ""
+
+        native: list[dict[str, Any]] = []
+        tool_tokens = 0
+        if not text_style:
+            for name in allowed:
+                definition, n_tokens = self.definition(name, full=name in full)
+                native.append(definition)
+                tool_tokens += n_tokens
+            if discovery:
+                search = tool_search_definition(mode)
+                native.append(search)
+                tool_tokens += count_tools(self.counter, [search])
+            if include_fetch:
+                fetch = fetch_tool_definition(mode)
+                native.append(fetch)
+                tool_tokens += count_tools(self.counter, [fetch])
+        system = f"{stable}\n\n{recent_text}" if recent_text else stable
+        tokens = TokenCounts(system=self.counter.count(system), tools=tool_tokens)
+        return ComposedPrompt(
+            mode=mode.slug,
+            fingerprint=self.registry.fingerprint,
+            style=style,
+            system_stable=stable,
+            system_recent=recent_text,
+            tools=tuple(native),
+            full=full_names,
+            brief=brief_names,
+            recent=() if discovery else recent,
+            tokens=tokens,
+            discovered=discovered or (),
+            discovery=discovery,
+        )
+
+    def definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
+        """A tool's native definition (full or brief) and its token count, built once per composer.
+
+        The schema is a private copy, so a caller editing a composed tool cannot reach the registry's docs."""
+        key = (name, full)
+        cached = self._definitions.get(key)
+        if cached is None:
+            doc = self.registry.tools[name]
+            if full:
+                definition = {"name": name, "description": doc.full, "input_schema": copy.deepcopy(doc.input_schema)}
+            else:
+                definition = {
+                    "name": name,
+                    "description": doc.brief,
+                    "input_schema": strip_descriptions(doc.input_schema),
+                }
+            cached = (definition, count_tools(self.counter, [definition]))
+            self._definitions[key] = cached  # a race only builds the same value twice
+        return cached
+
+    def _section(self, name: str, values: Mapping[str, Any]) -> str:
+        return self._env.get_template(f"{name}.j2").render(values).strip()
+
+
+def _builtin_doc(definition: Mapping[str, Any]) -> ToolDoc:
+    """A doc for one of our own tools (fetch_tool_description, tool_search), so text style can render it."""
+    name, description = definition["name"], definition["description"]
+    return ToolDoc(
+        name=name,
+        group="prompt-composer",
+        brief=description,
+        full=f"## {name}\n{description}",
+        input_schema=definition["input_schema"],
+    )

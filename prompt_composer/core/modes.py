@@ -1,0 +1,288 @@
+"""Modes: named agent roles, the tools each allows, and the one access check everything else uses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import regex
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from ..errors import Problem
+from ..shared.yamlfile import LineMap, line_of, load_named_model, read_yaml, validation_problems
+from .docs import ToolDoc
+
+ToolStyle = Literal["native", "text"]
+PromotionPolicy = Literal["every_turn", "task_start", "inline"]
+
+
+class FileRestriction(BaseModel):
+    """Files the tools of one group may touch in a mode: paths must match ``file_regex`` (searched).
+
+    Matched with the ``regex`` module, not ``re``: it also reads the syntax of Roo Code's JavaScript patterns,
+    such as ``(?<name>…)``, ``\\p{L}`` and variable-length lookbehind (see ``roomodes.js_file_regex``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    file_regex: str = Field(min_length=1)
+    description: str = ""
+
+    @field_validator("file_regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            regex.compile(value)
+        except regex.error as exc:
+            raise ValueError(f"file_regex {value!r} is not a valid regular expression: {exc}") from None
+        return value
+
+    def allows(self, path: str) -> bool:
+        return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
+
+
+class ModeConfig(BaseModel):
+    """A mode file as the user writes it (``tool_docs/modes/<slug>.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    name: str = Field(min_length=1)
+    role: str = Field(min_length=1)
+    when_to_use: str = ""
+    groups: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    permanent: tuple[str, ...] = ()
+    recent_size: StrictInt = Field(ge=0)  # strict: `true` or "2" are mistakes, not 1 and 2
+    budget_tokens: StrictInt = Field(gt=0)
+    tool_style: ToolStyle = "native"
+    custom_instructions: str = ""
+    # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.
+    file_restrictions: dict[str, FileRestriction] = Field(default_factory=dict)
+    # Optional: when a recent-use FIFO change reaches the prompt (see prompt_composer.anthropic); None = default.
+    promotion: PromotionPolicy | None = None
+    # Optional: start with the permanent tools, tool_search and fetch_tool_description only; the tools a
+    # search returns join the tool list for the rest of the task (prompt_composer.discovery).
+    discovery: bool = False
+
+    @field_validator("file_restrictions")
+    @classmethod
+    def _restricted_groups_allowed(
+        cls, value: dict[str, FileRestriction], info: ValidationInfo
+    ) -> dict[str, FileRestriction]:
+        groups = info.data.get("groups", ())
+        stray = [g for g in value if g not in groups]
+        if stray:
+            raise ValueError(f"restricts group(s) not in groups: {', '.join(stray)}")
+        return value
+
+
+# Input keys that name files: ``path``, ``file``, ``files``, ``paths`` and anything ending in ``_path``/``_file``
+# (``file_path``, ``target_file``…); values may be strings, lists of strings, or lists of objects with such keys.
+_PATH_KEY = re.compile(r"^(?:path|paths|file|files|filename|filepath|.+_(?:path|paths|file|files))$", re.IGNORECASE)
+
+
+def tool_paths(tool_input: Any) -> Iterator[str]:
+    """Every file path a tool input names (see ``_PATH_KEY``), in input order."""
+    if isinstance(tool_input, Mapping):
+        for key, value in tool_input.items():
+            if isinstance(key, str) and _PATH_KEY.match(key):
+                if isinstance(value, str):
+                    yield value
+                elif isinstance(value, list | tuple):
+                    for item in value:
+                        if isinstance(item, str):
+                            yield item
+                        else:
+                            yield from tool_paths(item)
+                elif isinstance(value, Mapping):
+                    yield from tool_paths(value)
+            elif isinstance(value, Mapping | list | tuple):
+                yield from tool_paths(value)
+    elif isinstance(tool_input, list | tuple):
+        for item in tool_input:
+            yield from tool_paths(item)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A mode resolved against a registry: which tools it allows, in a stable order."""
+
+    config: ModeConfig
+    allowed: tuple[str, ...]
+    path: Path | None = None
+    overlay: Path | None = None  # the per-user overlay file that set this mode's permanent/recent_size, if any
+    _allowed_set: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_allowed_set", frozenset(self.allowed))
+
+    @property
+    def slug(self) -> str:
+        return self.config.slug
+
+    @property
+    def permanent(self) -> tuple[str, ...]:
+        return self.config.permanent
+
+    @property
+    def recent_size(self) -> int:
+        return self.config.recent_size
+
+    def allows(self, tool: str) -> bool:
+        """The access check: fetch, composition, search and tool calls all ask this one question."""
+        return tool in self._allowed_set
+
+    def check_paths(self, doc: ToolDoc, tool_input: Any) -> str | None:
+        """A refusal message if ``doc``'s group is file-restricted here and the input names a path outside it.
+
+        Call it after :meth:`allows` and before running the tool; ``None`` means go ahead.
+        """
+        restriction = self.config.file_restrictions.get(doc.group)
+        if restriction is None:
+            return None
+        for path in tool_paths(tool_input):
+            if not restriction.allows(path):
+                what = f" ({restriction.description})" if restriction.description else ""
+                return (
+                    f"Error: in mode {self.config.name!r}, {doc.name} may only touch files matching "
+                    f"the pattern {restriction.file_regex}{what}; {path!r} does not match. Nothing was done."
+                )
+        return None
+
+
+def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
+    """Load one mode file; its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug")
+
+
+def resolve_mode(
+    config: ModeConfig,
+    tools: Mapping[str, ToolDoc],
+    *,
+    path: Path | None = None,
+    lines: LineMap | None = None,
+    broken: frozenset[str] = frozenset(),
+) -> tuple[Mode | None, list[Problem]]:
+    """Resolve allowed tools; every reference to a missing or disallowed tool is a problem. Quarantined tools
+    are left out silently (a mode may name one; it is just not allowed until a person clears it).
+
+    ``broken`` names tools whose own file failed to load: they are reported there, not again here.
+    """
+    lines = lines or {}
+    where = path or Path(f"<mode {config.slug}>")
+    problems: list[Problem] = []
+
+    def check_known(key: str, names: tuple[str, ...]) -> None:
+        for index, name in enumerate(names):
+            if name not in tools and name not in broken:
+                problems.append(
+                    Problem(
+                        where, line_of(lines, (key, index)), f"{key}: unknown tool {name!r} in mode {config.slug!r}"
+                    )
+                )
+
+    for key in ("include", "exclude", "permanent"):
+        check_known(key, getattr(config, key))
+    for key in ("groups", "include", "exclude", "permanent"):
+        seen: set[str] = set()
+        for index, name in enumerate(getattr(config, key)):
+            if name in seen:
+                problems.append(Problem(where, line_of(lines, (key, index)), f"{key}: {name!r} is listed twice"))
+            seen.add(name)
+
+    groups = {g: i for i, g in enumerate(config.groups)}
+    excluded = set(config.exclude)
+    # A quarantined tool (see ToolDoc.quarantine) is never chosen, whatever the mode says: not by its group, not
+    # by include, not as permanent. That is not a problem in the mode, so a quarantine never breaks loading.
+    chosen = {
+        n
+        for n, doc in tools.items()
+        if (doc.group in groups or n in config.include) and n not in excluded and not doc.quarantined
+    }
+    for index, name in enumerate(config.permanent):
+        if name in tools and name not in chosen and not tools[name].quarantined:
+            reason = "excluded" if name in excluded else f"its group {tools[name].group!r} is not in groups"
+            problems.append(
+                Problem(
+                    where,
+                    line_of(lines, ("permanent", index)),
+                    f"permanent tool {name!r} is not allowed in mode {config.slug!r} ({reason})",
+                )
+            )
+    if problems or broken:
+        return None, problems
+    # Permanent tools first, in the order the user listed them; then by group as listed, then by name.
+    permanent = [n for n in config.permanent if n in chosen]
+    rest = sorted(chosen - set(permanent), key=lambda n: (groups.get(tools[n].group, len(groups)), n))
+    return Mode(config=config, allowed=tuple(permanent + rest), path=path), []
+
+
+# --- per-user overlay --------------------------------------------------------------------------------------
+
+
+class ModeOverlay(BaseModel):
+    """One mode's entry in a per-user overlay file: values that replace the mode file's at load.
+
+    Only the two settings that are a matter of how one person works (and that ``prompt-composer tune`` fits to
+    their own use): which tools are always in full, and how many recently used ones are. What a mode *allows*,
+    its budget and its text stay the mode file's, so an overlay can never widen a mode's access.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    permanent: tuple[str, ...] | None = None
+    recent_size: StrictInt | None = Field(default=None, ge=0)
+
+
+_OverlayFile = RootModel[dict[str, ModeOverlay]]
+
+
+def load_overlay_file(path: Path) -> tuple[dict[str, ModeOverlay], LineMap, list[Problem]]:
+    """Read an overlay file, ``{mode slug: {permanent: [...], recent_size: N}}``; problems as ``path:line``.
+
+    A file with nothing but comments is an empty overlay (a user may comment every entry out)."""
+    data, lines, problems = read_yaml(path)
+    if data is None and (not problems or [p.message for p in problems] == ["file is empty"]):
+        return {}, lines, []
+    if problems:
+        return {}, lines, problems
+    if not isinstance(data, Mapping):
+        return {}, lines, [Problem(path, 1, f"expected a mapping of mode slugs, got {type(data).__name__}")]
+    entries: dict[str, ModeOverlay] = {}
+    for slug, value in data.items():
+        try:  # one entry at a time, so a bad entry does not hide the problems of the others
+            entries.update(_OverlayFile.model_validate({slug: value}).root)
+        except ValidationError as exc:
+            problems += validation_problems(path, lines, exc)
+    return entries, lines, problems
+
+
+def apply_overlay(
+    mode: Mode, overlay: ModeOverlay, tools: Mapping[str, ToolDoc], *, path: Path, lines: LineMap
+) -> tuple[Mode | None, list[Problem]]:
+    """``mode`` with the overlay's values, resolved again: a permanent tool that is unknown, listed twice or not
+    allowed in the mode is a problem at the overlay's file and line (``lines`` is the overlay file's map)."""
+    updates = overlay.model_dump(exclude_none=True)
+    if not updates:
+        return mode, []
+    config = mode.config.model_copy(update=updates)
+    # resolve_mode locates a permanent tool by ("permanent", index): the overlay holds it under (slug, ...).
+    local = {key[1:]: line for key, line in lines.items() if key[:1] == (mode.slug,)}
+    resolved, problems = resolve_mode(config, tools, path=path, lines=local)
+    if resolved is None:
+        return None, problems
+    return replace(resolved, path=mode.path, overlay=path), []

@@ -1,0 +1,187 @@
+"""The registry: every tool doc and mode of a folder, validated together, immutable, fingerprinted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
+from ..shared.yamlfile import line_of, yaml_files
+from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
+from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
+
+
+def default_docs_dir() -> Path:
+    """The shipped ``tool_docs/``: inside the installed wheel, or at the top of a source checkout."""
+    packaged = Path(str(resources.files("prompt_composer"))) / "tool_docs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "tool_docs"
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Validated tool docs and modes. Build with :func:`load_registry` or :meth:`from_docs`."""
+
+    tools: Mapping[str, ToolDoc]
+    modes: Mapping[str, Mode]
+    fingerprint: str
+    root: Path | None = None
+    # Optional workflow guidance per tool group (``groups/<group>.yaml``); a folder without it has none.
+    groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        # resolve_mode never allows a quarantined tool; a Mode built by hand (or swapped in) must not either.
+        for slug, mode in self.modes.items():
+            for name in mode.allowed:
+                doc = self.tools.get(name)
+                if doc is not None and doc.quarantined:
+                    problem = Problem(Path(f"<mode {slug}>"), 1, f"mode {slug!r} allows quarantined tool {name!r}")
+                    raise LoadError([problem])
+
+    @classmethod
+    def from_docs(
+        cls,
+        tools: Iterable[ToolDoc],
+        modes: Iterable[ModeConfig] = (),
+        *,
+        root: Path | None = None,
+        groups: Iterable[GroupDoc] = (),
+    ) -> Registry:
+        """Build a registry from models in memory (raises :class:`LoadError` like loading does)."""
+        by_name: dict[str, ToolDoc] = {}
+        problems: list[Problem] = []
+        for doc in tools:
+            if doc.name in by_name:
+                problems.append(Problem(Path(f"<tool {doc.name}>"), 1, f"duplicate tool name {doc.name!r}"))
+            by_name[doc.name] = doc
+        resolved: dict[str, Mode] = {}
+        for config in modes:
+            mode, mode_problems = resolve_mode(config, by_name)
+            problems += mode_problems
+            if config.slug in resolved:
+                problems.append(Problem(Path(f"<mode {config.slug}>"), 1, f"duplicate mode slug {config.slug!r}"))
+            if mode is not None:
+                resolved[config.slug] = mode
+        group_docs: dict[str, GroupDoc] = {}
+        for group in groups:
+            if group.name in group_docs:
+                problems.append(Problem(Path(f"<group {group.name}>"), 1, f"duplicate group {group.name!r}"))
+            group_docs[group.name] = group
+        if problems:
+            raise LoadError(problems)
+        return cls._build(by_name, resolved, root, group_docs)
+
+    @classmethod
+    def _build(
+        cls,
+        tools: dict[str, ToolDoc],
+        modes: dict[str, Mode],
+        root: Path | None,
+        groups: dict[str, GroupDoc] | None = None,
+    ) -> Registry:
+        tools = dict(sorted(tools.items()))
+        modes = dict(sorted(modes.items()))
+        groups = dict(sorted((groups or {}).items()))
+        payload: dict[str, Any] = {
+            # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
+            "tools": [
+                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                for doc in tools.values()
+            ],
+            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+        }
+        if groups:  # only when present, so folders without groups/ keep their fingerprint
+            payload["groups"] = [group.model_dump(mode="json") for group in groups.values()]
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root, MappingProxyType(groups))
+
+    def mode(self, slug: str) -> Mode:
+        try:
+            return self.modes[slug]
+        except KeyError:
+            raise UnknownModeError(slug, list(self.modes)) from None
+
+    def tool(self, name: str) -> ToolDoc:
+        try:
+            return self.tools[name]
+        except KeyError:
+            raise UnknownToolError(name, list(self.tools)) from None
+
+
+def load_registry(directory: str | Path | None = None, *, overlay: str | Path | None = None) -> Registry:
+    """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes) and the optional
+    ``directory/groups/*.yaml`` (group workflows), all or nothing.
+
+    ``overlay`` is a per-user file, ``{mode slug: {permanent: [...], recent_size: N}}``, whose values replace the
+    mode files' (see :class:`~prompt_composer.modes.ModeOverlay`); its problems (an unknown mode, a permanent
+    tool the mode does not allow) are reported at its own lines like any other file's.
+
+    Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
+    registry is returned. A folder without ``modes/`` is a registry with zero modes.
+    """
+    root = Path(directory) if directory is not None else default_docs_dir()
+    if not root.is_dir():
+        raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
+    problems: list[Problem] = []
+    tools: dict[str, ToolDoc] = {}
+    broken: set[str] = set()
+    for path in yaml_files(root):
+        doc, doc_problems = load_tool_file(path)
+        problems += doc_problems
+        if doc is None:
+            broken.add(path.stem)
+        else:
+            if doc.name in tools:
+                problems.append(Problem(path, 1, f"duplicate tool name {doc.name!r}"))
+            tools[doc.name] = doc
+    modes: dict[str, Mode] = {}
+    for path in yaml_files(root / "modes"):
+        config, lines, mode_problems = load_mode_file(path)
+        problems += mode_problems
+        if config is None:
+            continue
+        mode, resolve_problems = resolve_mode(config, tools, path=path, lines=lines, broken=frozenset(broken))
+        problems += resolve_problems
+        if mode is not None:
+            if config.slug in modes:
+                problems.append(Problem(path, 1, f"duplicate mode slug {config.slug!r}"))
+            modes[config.slug] = mode
+    if overlay is not None:
+        problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
+    groups: dict[str, GroupDoc] = {}
+    for path in yaml_files(root / "groups"):
+        group, group_problems = load_group_file(path)
+        problems += group_problems
+        if group is not None:
+            if group.name in groups:
+                problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
+            groups[group.name] = group
+    if problems:
+        raise LoadError(problems)
+    return Registry._build(tools, modes, root, groups)
+
+
+def _apply_overlay_file(
+    path: Path, modes: dict[str, Mode], tools: Mapping[str, ToolDoc], stems: set[str]
+) -> list[Problem]:
+    """Replace the modes an overlay names (in place); the overlay's problems. A mode whose own file failed to
+    load (its slug is a file stem in ``stems``) is reported there, not again as unknown here."""
+    entries, lines, problems = load_overlay_file(path)
+    for slug, entry in entries.items():
+        if slug not in modes:
+            if slug not in stems:
+                known = ", ".join(sorted(modes)) or "none"
+                problems.append(Problem(path, line_of(lines, (slug,)), f"unknown mode {slug!r} (modes: {known})"))
+            continue
+        mode, mode_problems = apply_overlay(modes[slug], entry, tools, path=path, lines=lines)
+        problems += mode_problems
+        if mode is not None:
+            modes[slug] = mode
+    return problems

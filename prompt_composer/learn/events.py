@@ -1,0 +1,505 @@
+"""The event log: what the tool loop and the MCP gateway did, one event at a time, to a sink the user chooses.
+
+The loop (``wrap(..., events=log)``, both providers) and the gateway (``Gateway(..., events=log)``) hand each event
+to an :class:`EventLog`: a bounded queue drained by one background thread that calls the sink. Handing an event
+over never waits on the sink and never raises: when the queue is full, or the sink raises, the event is dropped
+and counted (:attr:`EventLog.drops`); a sink that blocks forever fills the queue, and from then on events are
+dropped. :meth:`EventLog.close` waits at most ``close_timeout`` seconds for the queue to drain, counts what is left
+as dropped, and, when anything was dropped and the sink still answers, writes a last ``dropped`` event saying how
+much. So a slow or failing sink can lose events, but it never slows or breaks the loop.
+
+Sinks: :class:`JsonlSink` (one JSON object per line, appended to a file: ``run --log FILE``, ``serve --log FILE``),
+:class:`OtelSink` (OpenTelemetry spans and metrics after the GenAI semantic conventions; the ``otel`` extra), or
+anything with ``write(event)`` and ``close()`` (:class:`Sink`).
+
+Content: by default no event holds tool input, tool output or search query text, only names, counts, outcomes,
+token usage and timings. ``EventLog(sink, include_content=True)`` (``run --log-content``) adds ``input`` and
+``output`` to ``tool_call`` events and ``query`` to ``search`` events. Learning search phrasings from use (which
+queries led to a tool's successful use) needs the queries, so it needs a log written with content.
+
+JSONL format, version 1
+=======================
+
+One JSON object per line, UTF-8, appended in the order the events were emitted (a log may hold many runs and
+tasks; group by ``task``). A reader skips lines it cannot parse (a run killed mid-write may leave a torn last line)
+and events whose ``v`` it does not know, and ignores keys and ``event`` kinds it does not know: later versions
+only add. Times are seconds (floats); ``ts`` is Unix time when the event was emitted, i.e. when what it describes
+had ended.
+
+Every event except ``dropped`` has these keys:
+
+=============== ================================================================================================
+``v``           ``1``, the format version
+``ts``          Unix time, seconds
+``event``       ``request``, ``tool_call``, ``fetch``, ``search``, ``refusal``, ``promotion`` or ``list``
+``task``        the task id (``wrap(task_id=...)``; the gateway: ``mcp-<12 hex>``, one per MCP session)
+``mode``        the mode slug
+``fingerprint`` the registry's fingerprint (a live registry's version the event was decided on)
+``provider``    ``anthropic`` or ``openai`` (the loop's wire format), ``mcp`` (the gateway)
+``iteration``   the loop's request number, from 1 (loop events only; the gateway has no requests)
+=============== ================================================================================================
+
+The kinds and their own keys:
+
+``request``: one model API request of the loop.
+    ``model`` (as requested), ``stream`` (bool), ``policy`` (promotion policy in force), ``outcome`` (``ok`` or
+    ``error``; ``error``: the SDK error's class name, e.g. ``RateLimitError``, after the SDK's own retries),
+    ``latency_s`` (request sent → whole response), ``first_token_s`` (to the first streamed content; ``null``
+    unless streamed), ``usage`` (``input_tokens`` uncached, ``output_tokens``, ``cache_creation_input_tokens``,
+    ``cache_read_input_tokens``: the Anthropic names whatever the provider, zeros on error), ``stop_reason``,
+    ``composed_tokens`` (the composed system prompt + tools, counted by the composer), ``full`` and ``brief``
+    (the numbers of composed tools sent in full and brief).
+``tool_call``: one call the loop or the gateway answered, whatever happened to it.
+    ``call_id`` (the API's id; ``text_<iteration>_<n>`` for text-style calls; ``null`` in the gateway: MCP calls
+    carry none), ``tool`` (the name called, ``""`` for an unreadable text-style call; through ``call_tool``, the
+    inner tool, except for a ``call_tool`` call refused before it was unwrapped, which stays ``call_tool``),
+    ``via`` (``call_tool`` or ``null``), ``outcome``: ``ok`` (run, or answered by the loop itself: fetch,
+    tool_search), ``error`` (the executor raised, the call could not be read, a tool_search without a query),
+    ``refused`` (outside the mode, unknown, no executor, a path outside the mode's file restrictions, arguments
+    that fail the tool's schema, a refused fetch; a ``refusal`` event says why) or ``denied`` (``approve`` said
+    no). ``duration_s`` (the
+    executor's time; 0 when none ran), ``listed`` (``full`` or ``brief``: how the tool was in the prompt the
+    call was made from; ``null`` for tools not in it), ``expanded`` (bool: the inline policy appended its full
+    text to this result). With content: ``input`` (object) and ``output`` (the text the model got back).
+``fetch``: one ``fetch_tool_description`` call (besides its ``tool_call``).
+    ``call_id``, ``tool`` (the tool asked for; ``""`` when the call named none), ``outcome`` (``ok`` or ``refused``).
+``search``: one ``tool_search`` that ran (besides its ``tool_call``).
+    ``call_id``, ``hits`` (names, best first), ``hit_count``, ``total`` (every tool that matched), ``miss`` (bool:
+    nothing matched well), ``confidence``, ``strategy``, ``activated`` (the hits that joined the task's tools). With
+    content: ``query``. ``strategy`` is ``keyword``, ``semantic`` or ``hybrid``.
+``refusal``: one refused access, to a call or to a fetch.
+    ``call_id``, ``tool`` (the tool refused: the name called, the inner tool of ``call_tool``, or the tool a fetch
+    asked for), ``via`` (``call_tool``, ``fetch`` or ``null``), ``reason`` (the product's own words, no tool text).
+``promotion``: a tool's text entering the prompt or the conversation.
+    ``tool``, ``kind``: ``fifo`` (an executed call brought the tool into the mode's recent-use FIFO view: under
+    ``every_turn`` the next request carries its full text), ``inline`` (its full text was appended to this result)
+    or ``discovered`` (tool_search activated it for the rest of the task).
+``list``: the gateway answered ``tools/list``.
+    ``tools`` (number listed), ``full`` (the names listed in full).
+
+Order: a request's event comes before the events of the calls its response asked for, and a call's ``fetch``,
+``search``, ``refusal`` and ``promotion`` events come before its ``tool_call``. A task's tool-use sequence (what
+``replay`` and ``tune`` replay) is its ``tool_call`` events with ``outcome: "ok"``, in file order, leaving out
+the tools the loop answers itself (``fetch_tool_description``, ``tool_search``); a brief tool the model fetched
+first shows as a ``fetch`` event before its use.
+
+``dropped``: written last by :meth:`EventLog.close` when events were lost and the sink still answers: ``v``,
+``ts``, ``event``, ``dropped`` (total), ``queue_full``, ``sink_errors``, ``after_close``. A blocked sink gets no
+such line; the counts are on :attr:`EventLog.drops` (``run`` prints them on stderr).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+from ..errors import InputFileError
+
+if TYPE_CHECKING:
+    pass
+
+SCHEMA_VERSION = 1
+EVENT_KINDS = ("request", "tool_call", "fetch", "search", "refusal", "promotion", "list", "dropped")
+OUTCOMES = ("ok", "error", "refused", "denied")
+DEFAULT_MAX_QUEUE = 10_000
+DEFAULT_CLOSE_TIMEOUT = 5.0
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Where events go. Called from the event log's own thread, one event at a time, never concurrently."""
+
+    def write(self, event: Mapping[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JsonlSink:
+    """Appends each event as one JSON line to a file (created if missing) or to an open text stream.
+
+    Appending lets several runs share one log; each line is flushed as written, so a crash loses at most the line
+    being written. A stream passed in is flushed, never closed."""
+
+    def __init__(self, target: str | Path | IO[str]) -> None:
+        if isinstance(target, str | Path):
+            self._stream: IO[str] = open(target, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+            self._owned = True
+        else:
+            self._stream, self._owned = target, False
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        self._stream.write(json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n")
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._owned:
+            self._stream.close()
+        else:
+            self._stream.flush()
+
+
+@dataclass(frozen=True)
+class DropCounts:
+    """Events lost, by cause: the queue was full (the sink is slower than the loop, or blocked), the sink raised,
+    the event came after :meth:`EventLog.close`, or it was still queued when ``close`` gave up waiting."""
+
+    queue_full: int = 0
+    sink_errors: int = 0
+    after_close: int = 0
+    unwritten: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.queue_full + self.sink_errors + self.after_close + self.unwritten
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "dropped": self.total,
+            "queue_full": self.queue_full,
+            "sink_errors": self.sink_errors,
+            "after_close": self.after_close,
+            "unwritten": self.unwritten,
+        }
+
+
+class EventLog:
+    """A bounded, non-blocking queue in front of a :class:`Sink`, drained by one daemon thread.
+
+    ``sink`` may be a path (a :class:`JsonlSink` is opened on it). :meth:`emit` never blocks and never raises;
+    what it cannot hand over is dropped and counted. Close it (or use it as a context manager) to flush: the
+    thread is a daemon, so an unclosed log loses what is still queued when the process exits."""
+
+    def __init__(
+        self,
+        sink: Sink | str | Path,
+        *,
+        include_content: bool = False,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+    ) -> None:
+        if max_queue < 1:
+            raise ValueError("max_queue must be at least 1")
+        self.sink: Sink = JsonlSink(sink) if isinstance(sink, str | Path) else sink
+        self.include_content = include_content
+        self.max_queue = max_queue
+        self.close_timeout = close_timeout
+        self._items: deque[dict[str, Any]] = deque()
+        # One lock for the queue and the counts; the sink is always called outside it, so emit() never waits on it.
+        self._cond = threading.Condition()
+        self._closed = False
+        self._abandoned = False  # close() gave up on a blocked sink: what it still finishes is not counted
+        self._emitted = 0
+        self._written = 0
+        self._queue_full = 0
+        self._sink_errors = 0
+        self._after_close = 0
+        self._unwritten = 0
+        self._thread = threading.Thread(target=self._drain, name="prompt-composer-events", daemon=True)
+        self._thread.start()
+
+    # -- the producer side (the loop, the gateway) ---------------------------------------------------------
+
+    def emit(self, kind: str, /, **fields: Any) -> None:
+        """Queue one event: ``{"v", "ts", "event": kind, **fields}``. Never blocks, never raises."""
+        try:
+            if "input" in fields:  # the caller's object: written later, on another thread, so copy it now
+                fields["input"] = copy.deepcopy(fields["input"])
+            event = {"v": SCHEMA_VERSION, "ts": time.time(), "event": kind, **fields}
+        except Exception:  # an input that cannot be copied: count it, never break the caller
+            with self._cond:
+                self._emitted += 1
+                self._sink_errors += 1
+            return
+        with self._cond:
+            self._emitted += 1
+            if self._closed:
+                self._after_close += 1
+            elif len(self._items) >= self.max_queue:
+                self._queue_full += 1
+            else:
+                self._items.append(event)
+                self._cond.notify()
+
+    # -- the consumer side (the log's thread) ---------------------------------------------------------------
+
+    def _drain(self) -> None:
+        while True:
+            with self._cond:
+                while not self._items and not self._closed:
+                    self._cond.wait()
+                if not self._items:
+                    break
+                event = self._items.popleft()
+            ok = self._write(event)
+            with self._cond:
+                if self._abandoned:
+                    continue
+                if ok:
+                    self._written += 1
+                else:
+                    self._sink_errors += 1
+        with self._cond:
+            summary = None if self._abandoned else self._drops_locked()
+        if summary is not None and summary.total:
+            record = {"v": SCHEMA_VERSION, "ts": time.time(), "event": "dropped", **summary.as_dict()}
+            del record["unwritten"]  # always 0 here: the queue drained
+            self._write(record)
+        with contextlib.suppress(Exception):
+            self.sink.close()
+
+    def _write(self, event: Mapping[str, Any]) -> bool:
+        try:
+            self.sink.write(event)
+        except Exception:
+            return False
+        return True
+
+    # -- closing and counts ----------------------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> DropCounts:
+        """Stop taking events, wait up to ``timeout`` (default ``close_timeout``) seconds for the queue to drain
+        and the sink to close, and return what was dropped. Events still queued after that (a blocked sink) are
+        dropped and counted as ``unwritten``. Safe to call again, e.g. to wait longer."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(self.close_timeout if timeout is None else timeout)
+        if self._thread.is_alive():
+            with self._cond:
+                if not self._abandoned:
+                    self._abandoned = True
+                    # The queued events, and the one the blocked sink holds, will never be counted as written.
+                    self._unwritten = self._emitted - self._counted_locked()
+                    self._items.clear()
+        return self.drops
+
+    def _counted_locked(self) -> int:
+        return self._written + self._queue_full + self._sink_errors + self._after_close
+
+    def _drops_locked(self) -> DropCounts:
+        return DropCounts(self._queue_full, self._sink_errors, self._after_close, self._unwritten)
+
+    @property
+    def drops(self) -> DropCounts:
+        with self._cond:
+            return self._drops_locked()
+
+    @property
+    def dropped(self) -> int:
+        """Events lost so far, all causes."""
+        return self.drops.total
+
+    @property
+    def emitted(self) -> int:
+        """Events handed to :meth:`emit` (written, queued or dropped)."""
+        with self._cond:
+            return self._emitted
+
+    @property
+    def written(self) -> int:
+        """Events the sink took without raising."""
+        with self._cond:
+            return self._written
+
+    @property
+    def closed(self) -> bool:
+        with self._cond:
+            return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------ OpenTelemetry
+
+
+class OtelSink:
+    """Events as OpenTelemetry spans and metrics, after the GenAI semantic conventions (the ``otel`` extra).
+
+    - ``request`` → a CLIENT span ``chat {model}``: ``gen_ai.operation.name = "chat"``, ``gen_ai.provider.name``,
+      ``gen_ai.request.model``, ``gen_ai.conversation.id`` (the task), ``gen_ai.request.stream``,
+      ``gen_ai.usage.input_tokens`` (all input, cached included, as the conventions ask),
+      ``gen_ai.usage.output_tokens``, ``gen_ai.usage.cache_read.input_tokens``,
+      ``gen_ai.usage.cache_creation.input_tokens``, ``gen_ai.response.finish_reasons``,
+      ``gen_ai.response.time_to_first_chunk``; ``error.type`` and an error status on a failed request. Metrics:
+      ``gen_ai.client.operation.duration`` (s) and ``gen_ai.client.token.usage`` (``gen_ai.token.type`` input /
+      output).
+    - ``tool_call`` → an INTERNAL span ``execute_tool {tool}``: ``gen_ai.operation.name = "execute_tool"``,
+      ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type = "function"``; any outcome but ``ok`` sets
+      ``error.type`` to the outcome (``error``, ``refused``, ``denied``) and an error status. Metric:
+      ``gen_ai.execute_tool.duration`` (s).
+    - Every event → the counter ``prompt_composer.events`` (``prompt_composer.event``, ``prompt_composer.mode``,
+      ``gen_ai.tool.name`` and ``prompt_composer.outcome`` / ``prompt_composer.promotion`` where the event has
+      them): fetches, searches, refusals and promotions have no GenAI convention of their own.
+
+    Every span also carries ``prompt_composer.mode`` and ``prompt_composer.task``, every data point the mode (a
+    task attribute would make one series per task). Spans are
+    created after the fact, with the event's timing (start = ``ts`` minus the duration). With content, a tool span
+    gets ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` (opt-in attributes of the conventions).
+    Give a ``tracer_provider`` / ``meter_provider``, or the global ones are used."""
+
+    def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        try:
+            from opentelemetry import metrics, trace
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("OtelSink needs OpenTelemetry: pip install 'prompt-composer[otel]'") from exc
+        from .. import __version__
+
+        self._trace = trace
+        tracer_provider = tracer_provider or trace.get_tracer_provider()
+        meter_provider = meter_provider or metrics.get_meter_provider()
+        self._tracer = tracer_provider.get_tracer("prompt_composer", __version__)
+        meter = meter_provider.get_meter("prompt_composer", __version__)
+        self._operation_duration = meter.create_histogram(
+            "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration."
+        )
+        self._token_usage = meter.create_histogram(
+            "gen_ai.client.token.usage", unit="{token}", description="Number of input and output tokens used."
+        )
+        self._tool_duration = meter.create_histogram(
+            "gen_ai.execute_tool.duration", unit="s", description="Duration of tool executions."
+        )
+        self._events = meter.create_counter(
+            "prompt_composer.events", unit="{event}", description="prompt-composer events, by kind."
+        )
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        kind = str(event.get("event"))
+        common = {
+            "prompt_composer.mode": str(event.get("mode", "")),
+            "prompt_composer.task": str(event.get("task", "")),
+        }
+        counted: dict[str, Any] = {
+            "prompt_composer.event": kind,
+            "prompt_composer.mode": common["prompt_composer.mode"],
+        }
+        if "tool" in event:
+            counted["gen_ai.tool.name"] = str(event["tool"])
+        if "outcome" in event:
+            counted["prompt_composer.outcome"] = str(event["outcome"])
+        if kind == "promotion":
+            counted["prompt_composer.promotion"] = str(event.get("kind", ""))
+        self._events.add(1, counted)
+        if kind == "request":
+            self._request(event, common)
+        elif kind == "tool_call":
+            self._tool_call(event, common)
+
+    def _span(self, name: str, kind: Any, event: Mapping[str, Any], duration: float, attributes: dict[str, Any]) -> Any:
+        end = float(event.get("ts", time.time()))
+        start_ns, end_ns = int((end - max(duration, 0.0)) * 1e9), int(end * 1e9)
+        return self._tracer.start_span(name, kind=kind, start_time=start_ns, attributes=attributes), end_ns
+
+    def _request(self, event: Mapping[str, Any], common: dict[str, Any]) -> None:
+        usage = event.get("usage") or {}
+        cache_read = int(usage.get("cache_read_input_tokens", 0))
+        cache_write = int(usage.get("cache_creation_input_tokens", 0))
+        prompt = int(usage.get("input_tokens", 0)) + cache_read + cache_write
+        output = int(usage.get("output_tokens", 0))
+        model = str(event.get("model", ""))
+        provider = str(event.get("provider", ""))
+        base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model}
+        attributes: dict[str, Any] = {
+            **base,
+            **common,
+            "gen_ai.conversation.id": str(event.get("task", "")),
+            "gen_ai.request.stream": bool(event.get("stream")),
+            "gen_ai.usage.input_tokens": prompt,
+            "gen_ai.usage.output_tokens": output,
+            "gen_ai.usage.cache_read.input_tokens": cache_read,
+            "gen_ai.usage.cache_creation.input_tokens": cache_write,
+        }
+        if event.get("stop_reason"):
+            attributes["gen_ai.response.finish_reasons"] = [str(event["stop_reason"])]
+        if event.get("first_token_s") is not None:
+            attributes["gen_ai.response.time_to_first_chunk"] = float(event["first_token_s"])
+        failed = event.get("outcome") == "error"
+        if failed:
+            attributes["error.type"] = str(event.get("error") or "_OTHER")
+        latency = float(event.get("latency_s") or 0.0)
+        span, end_ns = self._span(f"chat {model}".strip(), self._trace.SpanKind.CLIENT, event, latency, attributes)
+        if failed:
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, attributes["error.type"]))
+        span.end(end_time=end_ns)
+        metric = {**base, "prompt_composer.mode": common["prompt_composer.mode"]}  # no task: one series a task
+        self._operation_duration.record(
+            latency, {**metric, **({"error.type": attributes["error.type"]} if failed else {})}
+        )
+        if not failed:
+            self._token_usage.record(prompt, {**metric, "gen_ai.token.type": "input"})
+            self._token_usage.record(output, {**metric, "gen_ai.token.type": "output"})
+
+    def _tool_call(self, event: Mapping[str, Any], common: dict[str, Any]) -> None:
+        tool = str(event.get("tool", ""))
+        outcome = str(event.get("outcome", "ok"))
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": str(event.get("call_id", "")),
+            "gen_ai.tool.type": "function",
+            **common,
+        }
+        if outcome != "ok":
+            attributes["error.type"] = outcome
+        if "input" in event:
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(event["input"], ensure_ascii=False, default=str)
+        if "output" in event and outcome == "ok":
+            attributes["gen_ai.tool.call.result"] = str(event["output"])
+        duration = float(event.get("duration_s") or 0.0)
+        span, end_ns = self._span(f"execute_tool {tool}", self._trace.SpanKind.INTERNAL, event, duration, attributes)
+        if outcome != "ok":
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, outcome))
+        span.end(end_time=end_ns)
+        metric = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "prompt_composer.mode": common["prompt_composer.mode"],
+        }
+        self._tool_duration.record(duration, {**metric, **({"error.type": outcome} if outcome != "ok" else {})})
+
+    def close(self) -> None:
+        """Nothing to release: the providers belong to the caller (flush or shut them down there)."""
+
+
+def read_events(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], int]:
+    """The events of one or more JSONL logs, in file order, and the number of lines skipped: not JSON (a torn
+    last line), not an event, or of a later format version."""
+    events: list[dict[str, Any]] = []
+    skipped = 0
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                for line in stream:
+                    if not line.strip():
+                        continue
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        skipped += 1
+                        continue
+                    if (
+                        isinstance(event, dict)
+                        and isinstance(event.get("event"), str)
+                        and isinstance(event.get("v"), int)
+                        and event["v"] <= SCHEMA_VERSION
+                    ):
+                        events.append(event)
+                    else:
+                        skipped += 1
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputFileError(f"{path}: cannot read the event log: {exc}") from None
+    return events, skipped

@@ -1,0 +1,303 @@
+"""``prompt-composer stats``: what an event log (or a file of real tool-use traces) says about tools and modes.
+
+Per tool: uses (executed calls), first uses in a task, fetches, fetches not followed by a use of the tool later in
+the same task, refusals, errors and denials. Per mode: tasks, requests, input / cache write / cache read / output
+tokens and the cache hit rate (cache read ÷ all input), the permanent tools the log never used in that mode, and
+the brief tools (allowed, not permanent) used most: the candidates for a permanent slot.
+
+The input is the event log of :mod:`prompt_composer.events` (JSONL, version 1), or SWE-agent traces read with
+:func:`~prompt_composer.replay.load_traces` and turned into the same events: each step one request (without
+usage: traces carry estimates only) and one call of the mapped tool in the given mode, refused when the mode does
+not allow it. Permanent sets come from the registry given (the log's fingerprint may differ: then a note says
+so).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..core.registry import Registry
+from .events import SCHEMA_VERSION
+from .replay import Task
+
+DEFAULT_TOP = 5
+UNREADABLE = "(unreadable call)"
+
+
+@dataclass
+class ToolStats:
+    tool: str
+    uses: int = 0
+    first_uses: int = 0
+    fetches: int = 0
+    fetches_unused: int = 0
+    refusals: int = 0
+    errors: int = 0
+    denied: int = 0
+
+    def cells(self) -> list[str]:
+        """The table row: the tool, then its counts in field order (the table's column order)."""
+        return [str(value) for value in self.as_dict().values()]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ModeStats:
+    """One mode's requests and tokens. ``usage_requests`` counts the requests that reported usage (traces: 0);
+    ``permanent_unused`` is ``None`` when the registry has no such mode."""
+
+    mode: str
+    tasks: int = 0
+    requests: int = 0
+    usage_requests: int = 0
+    input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    output_tokens: int = 0
+    lists: int = 0  # tools/list answered by the gateway
+    permanent_unused: tuple[str, ...] | None = None
+    brief_used: tuple[tuple[str, int, int], ...] = ()  # (tool, uses, tasks), most used first
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """Cached input over all input (uncached + written + read); ``None`` without usage."""
+        total = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        return self.cache_read_input_tokens / total if self.usage_requests and total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        known = self.usage_requests > 0
+        return {
+            "mode": self.mode,
+            "tasks": self.tasks,
+            "requests": self.requests,
+            "input_tokens": self.input_tokens if known else None,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens if known else None,
+            "cache_read_input_tokens": self.cache_read_input_tokens if known else None,
+            "output_tokens": self.output_tokens if known else None,
+            "cache_hit_rate": self.cache_hit_rate,
+            "lists": self.lists,
+            "permanent_unused": None if self.permanent_unused is None else list(self.permanent_unused),
+            "brief_used": [{"tool": t, "uses": u, "tasks": n} for t, u, n in self.brief_used],
+        }
+
+
+@dataclass
+class StatsReport:
+    source: str
+    events: int
+    tasks: int
+    tools: list[ToolStats]
+    modes: list[ModeStats]
+    skipped_lines: int = 0
+    dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``stats --format json`` shape."""
+        return {
+            "source": self.source,
+            "events": self.events,
+            "tasks": self.tasks,
+            "skipped_lines": self.skipped_lines,
+            "dropped": self.dropped,
+            "tools": [t.as_dict() for t in self.tools],
+            "modes": [m.as_dict() for m in self.modes],
+            "notes": list(self.notes),
+        }
+
+    def render(self, *, markdown: bool = False) -> str:
+        """Plain-text tables (``markdown=True``: Markdown ones)."""
+        heading = "## " if markdown else ""
+        lines = [f"{heading}Tools ({self.source}: {_n(self.events, 'event')}, {_n(self.tasks, 'task')})", ""]
+        lines += _table(
+            ["tool", "uses", "first uses", "fetches", "fetched, unused", "refusals", "errors", "denied"],
+            [t.cells() for t in self.tools],
+            markdown,
+        )
+        lines += ["", f"{heading}Modes", ""]
+        mode_rows = []
+        for m in self.modes:
+            known = m.usage_requests > 0
+            tokens = [
+                f"{v:,}" if known else "n/a"
+                for v in (m.input_tokens, m.cache_creation_input_tokens, m.cache_read_input_tokens, m.output_tokens)
+            ]
+            rate = m.cache_hit_rate
+            mode_rows.append([m.mode, str(m.tasks), str(m.requests), *tokens, "n/a" if rate is None else f"{rate:.1%}"])
+        lines += _table(
+            ["mode", "tasks", "requests", "input", "cache write", "cache read", "output", "cache hit rate"],
+            mode_rows,
+            markdown,
+        )
+        lines += ["", f"{heading}Permanent tools never used, brief tools used most (uses in tasks)", ""]
+        rows = []
+        for m in self.modes:
+            unused = "(mode not in the registry)" if m.permanent_unused is None else ", ".join(m.permanent_unused)
+            brief = ", ".join(f"{t} {u} in {n}" for t, u, n in m.brief_used)
+            rows.append([m.mode, unused or "-", brief or "-"])
+        lines += _table(["mode", "permanent, never used", "brief, used most"], rows, markdown, left=3)
+        if self.notes:
+            lines += ["", f"{heading}Notes", ""]
+            lines += [f"- {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def trace_events(tasks: Sequence[Task], registry: Registry, mode: str) -> list[dict[str, Any]]:
+    """Traces as events in ``mode``: per step one request (no usage) and one call, ``ok`` when the mode allows the
+    tool and ``refused`` (with a ``refusal``) when it does not."""
+    resolved = registry.mode(mode)
+    permanent = set(resolved.permanent)
+    common = {"v": SCHEMA_VERSION, "mode": resolved.slug, "fingerprint": registry.fingerprint, "provider": "trace"}
+    events: list[dict[str, Any]] = []
+    for task in tasks:
+        for step, tool in enumerate(task.tools, 1):
+            here = {**common, "task": task.id, "iteration": step}
+            events.append({**here, "event": "request"})
+            if not resolved.allows(tool):
+                reason = f"tool {tool!r} is not available in mode {resolved.slug!r}"
+                events.append({**here, "event": "refusal", "tool": tool, "via": None, "reason": reason})
+                events.append({**here, "event": "tool_call", "tool": tool, "outcome": "refused", "listed": None})
+                continue
+            listed = "full" if tool in permanent else "brief"
+            events.append({**here, "event": "tool_call", "tool": tool, "outcome": "ok", "listed": listed})
+    return events
+
+
+# ------------------------------------------------------------------------------------------ counting
+
+
+def compute_stats(
+    events: Iterable[Mapping[str, Any]],
+    registry: Registry | None,
+    *,
+    source: str,
+    top: int = DEFAULT_TOP,
+    skipped_lines: int = 0,
+) -> StatsReport:
+    """Count ``events`` (in emitted order) per tool and per mode; ``registry`` gives the modes' permanent sets."""
+    tools: dict[str, ToolStats] = {}
+    modes: dict[str, ModeStats] = {}
+    mode_tasks: dict[str, set[str]] = defaultdict(set)
+    used: dict[str, set[str]] = defaultdict(set)  # task → tools used so far
+    pending: dict[str, Counter[str]] = defaultdict(Counter)  # task → fetches of a tool not (yet) followed by a use
+    mode_uses: dict[str, Counter[str]] = defaultdict(Counter)  # mode → tool → uses
+    mode_use_tasks: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    listed_brief: dict[str, set[str]] = defaultdict(set)  # mode → tools used while listed brief
+    fingerprints: Counter[str] = Counter()
+    count = dropped = 0
+
+    def tool(name: str) -> ToolStats:
+        return tools.setdefault(name, ToolStats(name))
+
+    for event in events:
+        count += 1
+        kind = event.get("event")
+        if kind == "dropped":
+            dropped += int(event.get("dropped") or 0)
+            continue
+        task, slug = str(event.get("task", "")), str(event.get("mode", ""))
+        name = str(event.get("tool") or UNREADABLE)  # a text-style call the loop could not read names no tool
+        stats = modes.setdefault(slug, ModeStats(slug))
+        mode_tasks[slug].add(task)
+        if event.get("fingerprint"):
+            fingerprints[str(event["fingerprint"])] += 1
+        if kind == "request":
+            stats.requests += 1
+            usage = event.get("usage")
+            if isinstance(usage, Mapping):
+                stats.usage_requests += 1
+                stats.input_tokens += int(usage.get("input_tokens") or 0)
+                stats.cache_creation_input_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+                stats.cache_read_input_tokens += int(usage.get("cache_read_input_tokens") or 0)
+                stats.output_tokens += int(usage.get("output_tokens") or 0)
+        elif kind == "list":
+            stats.lists += 1
+        elif kind == "tool_call":
+            outcome = event.get("outcome")
+            if outcome == "ok":
+                tool(name).uses += 1
+                if name not in used[task]:
+                    used[task].add(name)
+                    tool(name).first_uses += 1
+                pending[task].pop(name, None)  # the fetches before this use were followed by it
+                mode_uses[slug][name] += 1
+                mode_use_tasks[slug][name].add(task)
+                if event.get("listed") == "brief":
+                    listed_brief[slug].add(name)
+            elif outcome == "error":
+                tool(name).errors += 1
+            elif outcome == "denied":
+                tool(name).denied += 1
+            else:
+                tool(name)  # refused: counted through its refusal event
+        elif kind == "fetch" and event.get("outcome") == "ok":
+            tool(name).fetches += 1
+            pending[task][name] += 1
+        elif kind == "refusal":
+            tool(name).refusals += 1
+    for fetched in pending.values():
+        for name, unused in fetched.items():
+            tool(name).fetches_unused += unused
+
+    notes: list[str] = []
+    for slug, stats in modes.items():
+        stats.tasks = len(mode_tasks[slug])
+        resolved = registry.modes.get(slug) if registry is not None else None
+        uses = mode_uses[slug]
+        if resolved is not None:
+            stats.permanent_unused = tuple(t for t in resolved.permanent if not uses[t])
+            candidates = [t for t in uses if t in resolved.allowed and t not in set(resolved.permanent)]
+        else:
+            candidates = [t for t in uses if t in listed_brief[slug]]
+            if registry is not None:
+                notes.append(f"mode {slug!r} is not in the registry: its brief tools are those the log saw brief")
+        ranked = sorted(candidates, key=lambda t: (-uses[t], t))[:top]
+        stats.brief_used = tuple((t, uses[t], len(mode_use_tasks[slug][t])) for t in ranked)
+    if registry is not None and fingerprints and set(fingerprints) != {registry.fingerprint}:
+        notes.append(
+            f"the log was written with registry {', '.join(sorted(fingerprints))}; permanent sets are from "
+            f"{registry.fingerprint}"
+        )
+    if dropped:
+        notes.append(f"the log lost {dropped} events (its 'dropped' lines): every count is a lower bound")
+    if skipped_lines:
+        notes.append(f"{skipped_lines} lines skipped: not an event of a known version (e.g. a torn last line)")
+    ordered_tools = sorted(tools.values(), key=lambda t: (-t.uses, -t.refusals, t.tool))
+    all_tasks = set().union(*mode_tasks.values()) if mode_tasks else set()
+    return StatsReport(
+        source=source,
+        events=count,
+        tasks=len(all_tasks),
+        tools=ordered_tools,
+        modes=[modes[slug] for slug in sorted(modes)],
+        skipped_lines=skipped_lines,
+        dropped=dropped,
+        notes=notes,
+    )
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool, *, left: int = 1) -> list[str]:
+    """A table whose first ``left`` columns are text (left-aligned) and the rest numbers (right-aligned)."""
+    if markdown:
+        rule = "|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|"
+        return ["| " + " | ".join(headers) + " |", rule, *("| " + " | ".join(row) + " |" for row in rows)]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    ).rstrip()
+    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]

@@ -1,0 +1,17 @@
+"""MCP: the gateway that serves a mode to any MCP client (``serve``), and the upstream servers imported tools
+are routed to.
+
+The ``mcp`` SDK (the ``mcp`` extra) is imported by these modules only.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..shared.lazy import attach
+
+if TYPE_CHECKING:
+    from .gateway import Gateway, serve_http, serve_stdio
+    from .upstreams import ServerSpec, Upstreams, load_servers, mcp_executors
+
+__all__ = ["Gateway", "ServerSpec", "Upstreams", "load_servers", "mcp_executors", "serve_http", "serve_stdio"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,0 +1,4 @@
+"""Small helpers every layer may use: YAML files with line numbers, lazy package exports, text tables.
+
+Nothing here is public API; nothing here imports from the rest of the package except :mod:`prompt_composer.errors`.
+"""

@@ -1,0 +1,145 @@
+"""YAML files read with line numbers: every problem is reported as ``path:line: message``, never raised."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import Problem
+
+LineMap = dict[tuple[str | int, ...], int]
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _walk(
+    node: yaml.Node,
+    path: tuple[str | int, ...],
+    lines: LineMap,
+    problems: list[tuple[str, int]],
+    ancestors: frozenset[int] = frozenset(),
+    visited: set[int] | None = None,
+) -> None:
+    """Record the line of every key path; collect duplicate keys, non-string keys and recursive aliases.
+
+    Each node is walked once (an alias points at a node already walked), so "billion laughs" files stay cheap.
+    """
+    visited = set() if visited is None else visited
+    lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in ancestors:
+        problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
+        return
+    if id(node) in visited:
+        return
+    visited.add(id(node))
+    inner = ancestors | {id(node)}
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
+                problems.append((f"key {key!r} must be a string (quote it)", line))
+                continue
+            if key in seen:
+                problems.append((f"duplicate key {'.'.join(map(str, (*path, key)))!r}", line))
+            seen.add(key)
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, problems, inner, visited)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, index), lines, problems, inner, visited)
+
+
+def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
+    """Parse one YAML document, returning the data, a map from key path to line, and problems found."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, {}, [Problem(path, 1, f"cannot read file: {exc}")]
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}, [Problem(path, 1, "file is empty")]
+        lines: LineMap = {}
+        found: list[tuple[str, int]] = []
+        _walk(node, (), lines, found)
+        if found:  # constructing a recursive or non-string-keyed document would fail or mislead
+            return None, lines, [Problem(path, line, message) for message, line in found]
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        message = f"invalid YAML: {exc.problem or exc}"
+        if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+            message += f" ({exc.context} at line {exc.context_mark.line + 1})"
+        return None, {}, [Problem(path, line, message)]
+    except yaml.YAMLError as exc:
+        return None, {}, [Problem(path, 1, f"invalid YAML: {exc}")]
+    except RecursionError:
+        return None, {}, [Problem(path, 1, "invalid YAML: nested too deeply")]
+    finally:
+        loader.dispose()
+    return data, lines, []
+
+
+def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
+    """The line of the deepest known ancestor of ``loc`` (a missing key points at its parent)."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> Iterator[Problem]:
+    """One readable problem per pydantic error, located at the offending key's line."""
+    for err in error.errors():
+        loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
+        field = ".".join(str(part) for part in loc) or "(document)"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            message = f"unknown key {field!r}"
+        elif kind == "missing":
+            message = f"missing required key {field!r}"
+        else:
+            text = str(err["msg"]).removeprefix("Value error, ")
+            message = f"{field}: {text}"
+        yield Problem(path, line_of(lines, loc), message)
+
+
+def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Problem]]:
+    """Read ``path`` as YAML and validate it as ``model``; problems instead of exceptions."""
+    data, lines, problems = read_yaml(path)
+    if data is None and not problems:
+        problems.append(Problem(path, 1, "file is empty"))
+    if problems:
+        return None, lines, problems
+    if not isinstance(data, Mapping):
+        return None, lines, [Problem(path, 1, f"expected a mapping of keys, got {type(data).__name__}")]
+    try:
+        return model.model_validate(data), lines, []
+    except ValidationError as exc:
+        return None, lines, list(validation_problems(path, lines, exc))
+
+
+def load_named_model(path: Path, model: type[M], key: str) -> tuple[M | None, LineMap, list[Problem]]:
+    """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
+    obj, lines, problems = load_model(path, model)
+    if obj is not None and getattr(obj, key) != path.stem:
+        message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
+        return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]
+    return obj, lines, problems
+
+
+def yaml_files(folder: Path) -> list[Path]:
+    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist), in a stable order."""
+    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []

@@ -1,0 +1,16 @@
+"""Test doubles for agents built on prompt-composer: a scripted server on 127.0.0.1 that speaks the Anthropic
+Messages and OpenAI Chat Completions APIs (JSON and SSE), so the real SDKs can be tested without a network.
+
+``python -m prompt_composer.testing --demo`` starts one from the command line.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..shared.lazy import attach
+
+if TYPE_CHECKING:
+    from .server import RecordedRequest, Reply, ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
+
+__all__ = ["RecordedRequest", "Reply", "ScriptedMessagesServer", "Usage", "error_reply", "text_reply", "tool_use_reply"]
+
+__getattr__, __dir__ = attach(__name__, __file__)
