@@ -21,6 +21,7 @@ top. Importing this module imports none of them: each name below is loaded on fi
 from typing import TYPE_CHECKING
 
 from .shared.lazy import attach
+from .shared.version import VERSION
 
 if TYPE_CHECKING:
     from .agent import (
@@ -99,7 +100,7 @@ if TYPE_CHECKING:
     )
     from .mcp import Gateway, ServerSpec, Upstreams, load_servers, mcp_executors
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "CALL_TOOL_NAME",

@@ -31,6 +31,7 @@ every provider: see ``prompt_composer.loop``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, Unpack, cast
 
@@ -39,6 +40,7 @@ from anthropic.types import Message
 
 from ..core.composer import ComposedPrompt
 from ..core.session import TaskSession
+from ..shared.net import is_loopback_url
 from .loop import (
     Answer,
     AsyncComposedClientBase,
@@ -53,6 +55,7 @@ from .loop import (
     WrapOptions,
     tool_name,
 )
+from .providers import Sdk
 
 MAX_BREAKPOINTS = 4  # the Messages API allows at most four cache_control breakpoints per request
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -250,3 +253,20 @@ def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
     if isinstance(client, anthropic.Anthropic):
         return ComposedClient(client, **options)
     raise TypeError(f"wrap() takes an anthropic.Anthropic or anthropic.AsyncAnthropic, not {type(client).__name__}")
+
+
+def sdk_client(base_url: str | None, *, timeout: float | None = None) -> Sdk | str:
+    """An ``anthropic.Anthropic`` client (the key from ANTHROPIC_API_KEY; a placeholder for a server on this
+    machine), or why there is none."""
+    options: dict[str, Any] = {"base_url": base_url} if timeout is None else {"base_url": base_url, "timeout": timeout}
+    local = is_loopback_url(base_url or os.environ.get("ANTHROPIC_BASE_URL")) and not os.environ.get(
+        "ANTHROPIC_API_KEY"
+    )
+    try:
+        sdk = anthropic.Anthropic(api_key="local" if local else None, **options)
+    except anthropic.AnthropicError as exc:
+        return str(exc)
+    if not sdk.api_key and not sdk.auth_token:
+        sdk.close()
+        return "no API key: set ANTHROPIC_API_KEY"
+    return Sdk(sdk, anthropic.APIError)

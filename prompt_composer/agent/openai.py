@@ -35,6 +35,7 @@ llama.cpp's ``timings.cache_n``) is read as cached input (see :class:`~prompt_co
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, Unpack, cast
 
@@ -44,6 +45,7 @@ from openai.types.chat import ChatCompletion
 
 from ..core.composer import ComposedPrompt
 from ..core.session import TaskSession
+from ..shared.net import is_loopback_url
 from .loop import (
     Answer,
     AsyncComposedClientBase,
@@ -58,7 +60,7 @@ from .loop import (
     WrapOptions,
     tool_name,
 )
-from .providers import to_openai_tool
+from .providers import Sdk, to_openai_tool
 
 _ClientT = TypeVar("_ClientT", openai.OpenAI, openai.AsyncOpenAI)
 _SYSTEM_ROLES = ("system", "developer")
@@ -312,3 +314,14 @@ def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
     if isinstance(client, openai.OpenAI):
         return ComposedOpenAI(client, **options)
     raise TypeError(f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI, not {type(client).__name__}")
+
+
+def sdk_client(base_url: str | None, *, timeout: float | None = None) -> Sdk | str:
+    """An ``openai.OpenAI`` client (the key from OPENAI_API_KEY; a placeholder for a server on this machine), or why
+    there is none."""
+    options: dict[str, Any] = {"base_url": base_url} if timeout is None else {"base_url": base_url, "timeout": timeout}
+    local = is_loopback_url(base_url or os.environ.get("OPENAI_BASE_URL")) and not os.environ.get("OPENAI_API_KEY")
+    try:
+        return Sdk(openai.OpenAI(api_key="local" if local else None, **options), openai.APIError)
+    except openai.OpenAIError:  # the only thing the constructor checks is the key
+        return "no API key: set OPENAI_API_KEY"

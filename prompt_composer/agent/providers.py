@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Provider = Literal["anthropic", "openai"]
@@ -35,3 +36,11 @@ def tools_for(provider: Provider, tools: Iterable[Mapping[str, Any]]) -> list[di
     if provider == "openai":
         return [to_openai_tool(t) for t in tools]
     raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
+
+
+@dataclass(frozen=True)
+class Sdk:
+    """A provider's SDK client, and the base class of its API errors (what the CLI needs to run and report)."""
+
+    client: Any
+    api_error: type[Exception]

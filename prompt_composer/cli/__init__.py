@@ -10,8 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
 from ..errors import LoadError, PromptComposerError
+from ..shared.version import VERSION as __version__
 from . import _common as core
 from . import agent, bench, discovery, gateway, interop, local, stats, tune
 

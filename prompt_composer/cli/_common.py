@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..agent.providers import PROVIDERS, tools_for
 from ..core.audit import run_audit
@@ -17,7 +16,6 @@ from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
 from ..errors import UnknownToolError
 from ..learn.phrasings import load_phrasings
-from ..local.model import is_loopback
 from ..safety.lint import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
@@ -77,11 +75,6 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
-
-
-def loopback(url: str | None) -> bool:
-    """Whether ``url`` points at this machine (a local model server needs no API key)."""
-    return is_loopback(urlsplit(url or "").hostname or "")
 
 
 def registry_of(args: argparse.Namespace) -> Registry:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
+from ..agent.providers import Sdk
 from ..core.composer import Composer, SystemInfo
 from ..core.promotion import POLICIES
 from ..discovery.search import ToolSearch
@@ -25,7 +24,7 @@ from ..learn.replay import (
     split_by_model,
     synthetic_replay,
 )
-from ._common import add_learn_from, loopback, plural, positive_int, registry_of, search_for
+from ._common import add_learn_from, plural, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -116,39 +115,18 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-@dataclass(frozen=True)
-class Sdk:
-    """A provider's SDK client, and the base class of its API errors."""
-
-    client: Any
-    api_error: type[Exception]
-
-
 def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = None) -> Sdk | str:
     """The SDK client for ``provider`` (the key from ANTHROPIC_API_KEY / OPENAI_API_KEY; a placeholder for a server
     on this machine, e.g. `prompt-composer model serve`), or why there is none."""
-    options: dict[str, Any] = {"base_url": base_url} if timeout is None else {"base_url": base_url, "timeout": timeout}
     if provider == "openai":
         try:
-            import openai
+            from ..agent import openai as adapter
         except ImportError:
             return "the openai provider needs the openai SDK: pip install 'prompt-composer[openai]'"
-        local = loopback(base_url or os.environ.get("OPENAI_BASE_URL")) and not os.environ.get("OPENAI_API_KEY")
-        try:
-            return Sdk(openai.OpenAI(api_key="local" if local else None, **options), openai.APIError)
-        except openai.OpenAIError:  # the only thing the constructor checks is the key
-            return "no API key: set OPENAI_API_KEY"
-    import anthropic
+        return adapter.sdk_client(base_url, timeout=timeout)
+    from ..agent import anthropic as anthropic_adapter
 
-    local = loopback(base_url or os.environ.get("ANTHROPIC_BASE_URL")) and not os.environ.get("ANTHROPIC_API_KEY")
-    try:
-        sdk = anthropic.Anthropic(api_key="local" if local else None, **options)
-    except anthropic.AnthropicError as exc:
-        return str(exc)
-    if not sdk.api_key and not sdk.auth_token:
-        sdk.close()
-        return "no API key: set ANTHROPIC_API_KEY"
-    return Sdk(sdk, anthropic.APIError)
+    return anthropic_adapter.sdk_client(base_url, timeout=timeout)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -357,7 +357,7 @@ class OtelSink:
             from opentelemetry import metrics, trace
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("OtelSink needs OpenTelemetry: pip install 'prompt-composer[otel]'") from exc
-        from .. import __version__
+        from ..shared.version import VERSION as __version__
 
         self._trace = trace
         tracer_provider = tracer_provider or trace.get_tracer_provider()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import ipaddress
 import os
 import signal
 import subprocess
@@ -33,6 +32,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import LocalModelError
+from ..shared.net import is_loopback
 
 
 @dataclass(frozen=True)
@@ -269,14 +269,6 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         del server  # stops the HTTP server and frees the model
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _wait_healthy(url: str, timeout: float = 120.0) -> None:

@@ -280,7 +280,7 @@ class Gateway:
         from mcp.shared.exceptions import MCPError
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-        from .. import __version__
+        from ..shared.version import VERSION as __version__
 
         gateway = self
 
