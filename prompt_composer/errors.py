@@ -7,7 +7,7 @@
     ├── UnknownModeError     a mode slug that the registry does not have   (.mode, .available)
     ├── UnknownToolError     a tool name that the registry does not have   (.tool, .available)
     ├── ImporterError        an import source (tool list, MCP server, .roomodes) is unusable; nothing written
-    ├── InputFileError       a query, trace or bench task file is unreadable or has a malformed line (path:line)
+    ├── InputFileError       an input file is unreadable, not a regular file, too large or malformed (.path, .line)
     ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
     ├── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
     ├── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
@@ -100,7 +100,13 @@ class ImporterError(PromptComposerError):
 
 
 class InputFileError(PromptComposerError):
-    """A JSONL input (eval queries, replay traces) that cannot be read or has a malformed line."""
+    """An input file (a task, query, trace or event file, a server list …) that cannot be read, is not a regular
+    file, is too large, or has a malformed line. ``path`` names the file and ``line`` the line, when known."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        super().__init__(message)
 
 
 class EmbeddingUnavailable(PromptComposerError):

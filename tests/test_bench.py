@@ -85,7 +85,7 @@ def test_duplicate_ids_and_empty_files_are_refused(tmp_path: Path) -> None:
         load_tasks(write_tasks(tmp_path, ""))
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes('{"id": "é"}'.encode("latin-1"))
-    with pytest.raises(InputFileError, match=r"latin\.jsonl: not UTF-8 text"):
+    with pytest.raises(InputFileError, match=r"latin\.jsonl: cannot read the task file: not UTF-8 text"):
         load_tasks(latin)
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
 import anthropic
-import prompt_composer.safety.executors as executors
 import pytest
 
+import prompt_composer.safety.executors as executors
 from prompt_composer.agent.anthropic import wrap
 from prompt_composer.errors import ExecutorError
 from prompt_composer.safety.executors import Limits, Workspace, workspace_executors

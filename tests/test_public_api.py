@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import prompt_composer
 from prompt_composer import errors
+from prompt_composer.shared.lazy import exports_of
 
 PUBLIC = {
     "Gateway",
@@ -105,11 +108,52 @@ def test_every_error_derives_from_the_root() -> None:
             assert issubclass(cls, errors.PromptComposerError), name
 
 
-def test_core_imports_neither_the_sdk_nor_numpy() -> None:
+SUBPACKAGES = ("core", "discovery", "learn", "safety", "agent", "mcp", "importers", "local", "testing")
+
+
+def test_each_subpackage_exports_what_its_type_checking_block_imports() -> None:
+    for name in SUBPACKAGES:
+        package = importlib.import_module(f"prompt_composer.{name}")
+        exported = set(exports_of(Path(str(package.__file__)).read_text(encoding="utf-8")))
+        assert set(package.__all__) == exported, name
+        for attr in package.__all__:
+            assert getattr(package, attr) is not None, f"{name}.{attr}"
+
+
+def test_importing_the_package_imports_none_of_its_layers() -> None:
+    heavy = (
+        "prompt_composer.agent.loop",
+        "prompt_composer.mcp.gateway",
+        "prompt_composer.mcp.upstreams",
+        "prompt_composer.learn.tune",
+        "prompt_composer.agent.bench",
+        "anthropic",
+        "openai",
+        "mcp",
+        "numpy",
+        "redis",
+    )
+    probe = f"import sys, prompt_composer; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_core_and_the_loop_import_no_sdk_and_no_numpy() -> None:
+    modules = [
+        "prompt_composer.cli",
+        "prompt_composer.core",
+        "prompt_composer.learn.replay",
+        "prompt_composer.importers.roomodes",
+        "prompt_composer.agent.providers",
+        "prompt_composer.safety.executors",
+        "prompt_composer.discovery.evaluate",
+        "prompt_composer.agent.bench",
+        "prompt_composer.local.model",
+        "prompt_composer.agent.loop",
+        "prompt_composer.agent.textcalls",
+    ]
     probe = (
-        "import sys, prompt_composer, prompt_composer.cli, prompt_composer.learn.replay, prompt_composer.importers.tool_list,"
-        " prompt_composer.importers.roomodes, prompt_composer.agent.providers, prompt_composer.safety.executors, prompt_composer.discovery.evaluate,"
-        " prompt_composer.agent.bench, prompt_composer.local.model, prompt_composer.agent.loop, prompt_composer.agent.textcalls;"
+        f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}];"
         " print(sorted(m for m in ('anthropic', 'openai', 'numpy', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout

@@ -395,7 +395,7 @@ def test_cli_replay_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_replay_cli_reports_a_missing_traces_file_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "--traces", "/nonexistent/traces.jsonl"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: /nonexistent/traces.jsonl: cannot read traces")
+    assert err.startswith("error: /nonexistent/traces.jsonl: cannot read the trace file")
     assert "Traceback" not in err
 
 

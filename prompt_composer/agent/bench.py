@@ -27,7 +27,6 @@ effect), without generating an answer nobody scores.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.registry import Registry
 from ..errors import InputFileError, PromptComposerError
+from ..shared.files import json_lines, line_error
 
 if TYPE_CHECKING:
     from .loop import Iteration
@@ -62,45 +62,33 @@ class BenchTask:
 def load_tasks(path: str | Path) -> list[BenchTask]:
     """Read a task file; a bad line is an :class:`InputFileError` naming ``path:line`` and the field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     tasks: list[BenchTask] = []
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(f"{where}: invalid JSON: {exc.msg}") from exc
+    for line in json_lines(path, what="task file"):
+        row, where = line.value, f"{path}:{line.number}"
         if not isinstance(row, dict):
-            raise InputFileError(f"{where}: a task is a JSON object, not {type(row).__name__}")
+            raise line_error(path, line.number, f"a task is a JSON object, not {type(row).__name__}")
         unknown = sorted(set(row) - _TASK_KEYS)
         if unknown:
-            raise InputFileError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(_TASK_KEYS))})")
+            raise line_error(path, line.number, f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(_TASK_KEYS))})")
         task_id, task, expect = row.get("id"), row.get("task"), row.get("expect")
         if not isinstance(task_id, str) or not task_id.strip():
-            raise InputFileError(f'{where}: "id" must be a non-empty string')
+            raise line_error(path, line.number, '"id" must be a non-empty string')
         if task_id in seen:
-            raise InputFileError(f"{where}: duplicate id {task_id!r}")
+            raise line_error(path, line.number, f"duplicate id {task_id!r}")
         seen.add(task_id)
         if not isinstance(task, str) or not task.strip():
-            raise InputFileError(f'{where}: "task" must be a non-empty string')
+            raise line_error(path, line.number, '"task" must be a non-empty string')
         if not isinstance(expect, list) or not all(isinstance(name, str) and name for name in expect):
-            raise InputFileError(f'{where}: "expect" must be a list of tool names ([] when no tool is right)')
+            raise line_error(path, line.number, '"expect" must be a list of tool names ([] when no tool is right)')
         args = row.get("args", {})
         if not isinstance(args, dict):
-            raise InputFileError(f'{where}: "args" must be an object')
+            raise line_error(path, line.number, '"args" must be an object')
         if args and not expect:
-            raise InputFileError(f'{where}: "args" needs an expected tool')
+            raise line_error(path, line.number, '"args" needs an expected tool')
         tasks.append(BenchTask(task_id, task, tuple(expect), args, _workspace(row, path, where), where))
     if not tasks:
-        raise InputFileError(f"{path}: no tasks")
+        raise InputFileError(f"{path}: no tasks", path=path)
     return tasks
 
 

@@ -17,6 +17,7 @@ from ..discovery.search import ToolSearch
 from ..errors import UnknownToolError
 from ..learn.phrasings import load_phrasings
 from ..safety.lint import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
+from ..shared.text import plural
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
@@ -102,11 +103,6 @@ def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | Non
     if not args.learn_from:
         return None
     return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``1 tool``, ``2 tools``; ``plural_form`` for irregular nouns (``plural(n, "entry", "entries")``)."""
-    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

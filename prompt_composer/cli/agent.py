@@ -24,7 +24,8 @@ from ..learn.replay import (
     split_by_model,
     synthetic_replay,
 )
-from ._common import add_learn_from, plural, positive_int, registry_of, search_for
+from ..shared.text import plural
+from ._common import add_learn_from, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..shared.text import table
 from .composer import Composer
 from .docs import ToolDoc, count_words
 from .modes import Mode
@@ -159,17 +159,6 @@ def run_audit(composer: Composer) -> AuditReport:
 # --- rendering -------------------------------------------------------------------------------------------
 
 
-def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(  # noqa: E731
-        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-    )
-    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
-
-
 def _render_table(report: AuditReport, *, markdown: bool) -> str:
     mode_rows = [
         [
@@ -190,11 +179,11 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
     ]
     heading = "## " if markdown else ""
     lines = [f"{heading}Modes (tokens: cl100k_base; registry {report.fingerprint})", ""]
-    lines += _table(
-        ["mode", "tools", "baseline", "composed", "saving", "worst", "budget", "status"], mode_rows, markdown
+    lines += table(
+        ["mode", "tools", "baseline", "composed", "saving", "worst", "budget", "status"], mode_rows, markdown=markdown
     )
     lines += ["", f"{heading}Tools", ""]
-    lines += _table(["tool", "group", "brief", "full", "brief words", "brief source"], tool_rows, markdown)
+    lines += table(["tool", "group", "brief", "full", "brief words", "brief source"], tool_rows, markdown=markdown)
     if report.warnings:
         lines += ["", f"{heading}Warnings", ""]
         lines += [f"- {w}" for w in report.warnings]

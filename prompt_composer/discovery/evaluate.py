@@ -7,13 +7,13 @@ missed, with a warning (its name is the caller's own input, so naming it leaks n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputFileError
+from ..shared.files import json_lines, line_error
 
 MAX_MISSES = 20
 
@@ -26,28 +26,18 @@ class EvalQuery:
 
 def load_queries(path: str | Path) -> list[EvalQuery]:
     """Read a JSONL query file; a bad line is an error naming ``path:line``."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read: {exc}") from exc
     queries: list[EvalQuery] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
+    for line in json_lines(path, what="query file"):
+        row = line.value
         tools = row.get("tools", row.get("relevant")) if isinstance(row, dict) else None
         query = row.get("query") if isinstance(row, dict) else None
         if not isinstance(query, str) or not query.strip():
-            raise InputFileError(f'{path}:{number}: needs a non-empty "query" string')
+            raise line_error(path, line.number, 'needs a non-empty "query" string')
         if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
-            raise InputFileError(f'{path}:{number}: needs "tools": a non-empty list of tool names')
+            raise line_error(path, line.number, 'needs "tools": a non-empty list of tool names')
         queries.append(EvalQuery(query, tuple(dict.fromkeys(tools))))
     if not queries:
-        raise InputFileError(f"{path}: no queries")
+        raise InputFileError(f"{path}: no queries", path=path)
     return queries
 
 

@@ -102,7 +102,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from ..errors import InputFileError
+from ..shared.files import json_lines
 
 if TYPE_CHECKING:
     pass
@@ -481,25 +481,15 @@ def read_events(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], int]
     events: list[dict[str, Any]] = []
     skipped = 0
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as stream:
-                for line in stream:
-                    if not line.strip():
-                        continue
-                    try:
-                        event = json.loads(line)
-                    except ValueError:
-                        skipped += 1
-                        continue
-                    if (
-                        isinstance(event, dict)
-                        and isinstance(event.get("event"), str)
-                        and isinstance(event.get("v"), int)
-                        and event["v"] <= SCHEMA_VERSION
-                    ):
-                        events.append(event)
-                    else:
-                        skipped += 1
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputFileError(f"{path}: cannot read the event log: {exc}") from None
+        for line in json_lines(path, what="event log", strict=False):
+            event = line.value
+            if (
+                isinstance(event, dict)
+                and isinstance(event.get("event"), str)
+                and isinstance(event.get("v"), int)
+                and event["v"] <= SCHEMA_VERSION
+            ):
+                events.append(event)
+            else:
+                skipped += 1
     return events, skipped

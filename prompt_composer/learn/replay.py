@@ -54,7 +54,6 @@ A step whose tool the mode does not allow is a refused call: a short error resul
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -66,7 +65,7 @@ from ..core.fetch import fetch_tool_doc
 from ..core.modes import Mode
 from ..core.promotion import DEFAULT_POLICY, POLICIES, inline_text
 from ..core.session import TaskSession
-from ..errors import InputFileError
+from ..shared.files import json_lines, line_error
 
 STATIC = "static"
 POLICY_NAMES: tuple[str, ...] = (STATIC, *POLICIES)
@@ -592,20 +591,14 @@ def load_traces(path: str | Path, *, tool_map: Mapping[str, str] = SWE_AGENT_TOO
     refused by every mode that does not allow it).
     """
     tasks: list[Task] = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read traces: {exc}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for line in json_lines(path, what="trace file"):
+        record = line.value
         try:
-            record = json.loads(line)
             steps = [s["tool"] for s in record["steps"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputFileError(f"{path}:{number}: not a trace record: {exc}") from None
+        except (KeyError, TypeError) as exc:
+            raise line_error(path, line.number, f"not a trace record: {exc}") from None
         tools = tuple(tool_map.get(t, t) for t in steps if t != MALFORMED)
-        tasks.append(Task(str(record.get("id", number)), tools, str(record.get("model", ""))))
+        tasks.append(Task(str(record.get("id", line.number)), tools, str(record.get("model", ""))))
     return tasks
 
 

@@ -15,11 +15,12 @@ so).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.registry import Registry
+from ..shared.text import plural, table
 from .events import SCHEMA_VERSION
 from .replay import Task
 
@@ -113,11 +114,11 @@ class StatsReport:
     def render(self, *, markdown: bool = False) -> str:
         """Plain-text tables (``markdown=True``: Markdown ones)."""
         heading = "## " if markdown else ""
-        lines = [f"{heading}Tools ({self.source}: {_n(self.events, 'event')}, {_n(self.tasks, 'task')})", ""]
-        lines += _table(
+        lines = [f"{heading}Tools ({self.source}: {plural(self.events, 'event')}, {plural(self.tasks, 'task')})", ""]
+        lines += table(
             ["tool", "uses", "first uses", "fetches", "fetched, unused", "refusals", "errors", "denied"],
             [t.cells() for t in self.tools],
-            markdown,
+            markdown=markdown,
         )
         lines += ["", f"{heading}Modes", ""]
         mode_rows = []
@@ -129,10 +130,10 @@ class StatsReport:
             ]
             rate = m.cache_hit_rate
             mode_rows.append([m.mode, str(m.tasks), str(m.requests), *tokens, "n/a" if rate is None else f"{rate:.1%}"])
-        lines += _table(
+        lines += table(
             ["mode", "tasks", "requests", "input", "cache write", "cache read", "output", "cache hit rate"],
             mode_rows,
-            markdown,
+            markdown=markdown,
         )
         lines += ["", f"{heading}Permanent tools never used, brief tools used most (uses in tasks)", ""]
         rows = []
@@ -140,7 +141,7 @@ class StatsReport:
             unused = "(mode not in the registry)" if m.permanent_unused is None else ", ".join(m.permanent_unused)
             brief = ", ".join(f"{t} {u} in {n}" for t, u, n in m.brief_used)
             rows.append([m.mode, unused or "-", brief or "-"])
-        lines += _table(["mode", "permanent, never used", "brief, used most"], rows, markdown, left=3)
+        lines += table(["mode", "permanent, never used", "brief, used most"], rows, markdown=markdown, left=3)
         if self.notes:
             lines += ["", f"{heading}Notes", ""]
             lines += [f"- {note}" for note in self.notes]
@@ -285,19 +286,3 @@ def compute_stats(
 
 
 # ------------------------------------------------------------------------------------------ rendering
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def _table(headers: list[str], rows: list[list[str]], markdown: bool, *, left: int = 1) -> list[str]:
-    """A table whose first ``left`` columns are text (left-aligned) and the rest numbers (right-aligned)."""
-    if markdown:
-        rule = "|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|"
-        return ["| " + " | ".join(headers) + " |", rule, *("| " + " | ".join(row) + " |" for row in rows)]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(  # noqa: E731
-        c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-    ).rstrip()
-    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]

@@ -43,6 +43,7 @@ from typing import Any, TypedDict, Unpack
 import regex
 
 from ..errors import ExecutorError
+from ..shared.text import plural
 
 # An executor gets the tool_use input and returns the tool's output: a string (or anything JSON-serialisable),
 # or an awaitable of one (async executors, for the async tool loop).
@@ -101,11 +102,6 @@ def _int(tool_input: Mapping[str, Any], key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ExecutorError(f"parameter {key!r} must be an integer ≥ 1, got {value!r}")
     return value
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 line``, ``2 lines``, ``12,000 lines``; ``plural`` for irregular nouns."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 # -- opening paths from the root -----------------------------------------------------------------------
@@ -238,7 +234,7 @@ class _Call:
         notes = [self.cut_note(did)] if self.timed_out else []
         if self.partial_dirs:
             notes.append(
-                f"[{_count(self.partial_dirs, 'directory', 'directories')} not looked at in full: more than "
+                f"[{plural(self.partial_dirs, 'directory', 'directories')} not looked at in full: more than "
                 f"{_MAX_DIR_ENTRIES:,} entries, or deeper than {_MAX_DEPTH} levels]"
             )
         return notes
@@ -442,10 +438,10 @@ class Workspace:
         first = start or 1
         last = min(end or len(lines), len(lines))
         if lines and first > len(lines):
-            raise ExecutorError(f"start_line {first} is past the end of {given} ({_count(len(lines), 'line')})")
+            raise ExecutorError(f"start_line {first} is past the end of {given} ({plural(len(lines), 'line')})")
         width = len(str(last))
         out = [f"{n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)]
-        notes = [f"[truncated: the file is larger than {_count(self.max_bytes, 'byte')}]"] if truncated else []
+        notes = [f"[truncated: the file is larger than {plural(self.max_bytes, 'byte')}]"] if truncated else []
         return self._join(out, notes, resume=first) if out else "(empty file)"
 
     def list_files(self, tool_input: Mapping[str, Any]) -> str:
@@ -515,9 +511,9 @@ class Workspace:
             finally:
                 top.close()
             if len(out) > self.max_matches:
-                notes = [f"[stopped after {_count(self.max_matches, 'match', 'matches')}]"]
+                notes = [f"[stopped after {plural(self.max_matches, 'match', 'matches')}]"]
             else:
-                notes = call.notes(f"searching {_count(searched, 'file')}")
+                notes = call.notes(f"searching {plural(searched, 'file')}")
             if not out:
                 nothing = f"no matches for {source!r}"
                 return "\n".join([nothing + " in the files searched", *notes]) if notes else nothing
@@ -760,8 +756,8 @@ class Workspace:
 
     def _listing(self, call: _Call, items: list[str], *, noun: tuple[str, str], empty: str) -> str:
         if len(items) > self.max_entries:
-            return self._join(items[: self.max_entries], [f"[stopped after {_count(self.max_entries, *noun)}]"])
-        notes = call.notes(f"looking at {_count(call.looked_at, 'entry', 'entries')}")
+            return self._join(items[: self.max_entries], [f"[stopped after {plural(self.max_entries, *noun)}]"])
+        notes = call.notes(f"looking at {plural(call.looked_at, 'entry', 'entries')}")
         return self._join(items, notes) if items else "\n".join([empty, *notes])
 
     def _join(self, lines: list[str], notes: list[str], *, resume: int | None = None) -> str:
@@ -772,8 +768,8 @@ class Workspace:
             size += len(line) + 1
             if size > self.max_chars:
                 where = f"; read on with start_line {resume + kept}" if resume is not None else ""
-                limit = _count(self.max_chars, "character")
-                cut = f"[cut after {_count(kept, 'line')}: output is limited to {limit}{where}]"
+                limit = plural(self.max_chars, "character")
+                cut = f"[cut after {plural(kept, 'line')}: output is limited to {limit}{where}]"
                 return "\n".join([*lines[:kept], cut, *notes])
         return "\n".join([*lines, *notes])
 

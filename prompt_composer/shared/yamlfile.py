@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import Problem
+from ..errors import InputFileError, Problem
+from .files import read_text
 
 LineMap = dict[tuple[str | int, ...], int]
 
@@ -56,13 +57,63 @@ def _walk(
             _walk(item, (*path, index), lines, problems, inner, visited)
 
 
+# A tool doc or mode is a few kilobytes; this bounds what a mistaken or hostile file can make a loader hold.
+MAX_YAML_BYTES = 4 * 1024 * 1024
+
+_CONSTRUCT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError)
+
+
+def _bad_scalar(loader: yaml.SafeLoader, node: yaml.Node, seen: set[int] | None = None) -> tuple[yaml.Node, str] | None:
+    """The first scalar whose explicit tag cannot build its value (``!!int x``, ``!!timestamp 2020-13-45``)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            loader.construct_object(node, deep=True)
+        except (*_CONSTRUCT_ERRORS, yaml.YAMLError) as exc:
+            return node, str(exc) or type(exc).__name__
+        return None
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            children += [key, value]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    for child in children:
+        found = _bad_scalar(loader, child, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _marked_problem(path: Path, exc: yaml.MarkedYAMLError) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark else 1
+    message = f"invalid YAML: {exc.problem or exc}"
+    if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+        message += f" ({exc.context} at line {exc.context_mark.line + 1})"
+    return Problem(path, line, message)
+
+
 def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
-    """Parse one YAML document, returning the data, a map from key path to line, and problems found."""
+    """Parse one YAML document, returning the data, a map from key path to line, and problems found.
+
+    Whatever the file holds, the outcome is data or ``path:line`` problems, never an exception: the file is read
+    through :func:`~prompt_composer.shared.files.read_text` (regular files only, at most :data:`MAX_YAML_BYTES`),
+    and the reader's, parser's and constructor's errors all become problems at their line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, {}, [Problem(path, 1, f"cannot read file: {exc}")]
-    loader = yaml.SafeLoader(text)
+        text = read_text(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
+    except InputFileError as exc:
+        reason = str(exc).partition(": cannot read the YAML file: ")[2] or str(exc)
+        return None, {}, [Problem(path, 1, f"cannot read file: {reason}")]
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, DEL …)
+        line = text.count("\n", 0, exc.position) + 1
+        char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        return None, {}, [Problem(path, line, f"invalid YAML: the character {char} is not allowed in YAML")]
     try:
         node = loader.get_single_node()
         if node is None:
@@ -72,14 +123,15 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
         _walk(node, (), lines, found)
         if found:  # constructing a recursive or non-string-keyed document would fail or mislead
             return None, lines, [Problem(path, line, message) for message, line in found]
-        data = loader.construct_document(node)
+        try:
+            data = loader.construct_document(node)
+        except _CONSTRUCT_ERRORS:
+            bad = _bad_scalar(yaml.SafeLoader(""), node)
+            where, why = (bad[0].start_mark.line + 1, bad[1]) if bad else (1, "a value cannot be built")
+            tag = bad[0].tag.rsplit(":", 1)[-1] if bad else "value"
+            return None, lines, [Problem(path, where, f"invalid YAML: not a valid !!{tag}: {why}")]
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        message = f"invalid YAML: {exc.problem or exc}"
-        if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
-            message += f" ({exc.context} at line {exc.context_mark.line + 1})"
-        return None, {}, [Problem(path, line, message)]
+        return None, {}, [_marked_problem(path, exc)]
     except yaml.YAMLError as exc:
         return None, {}, [Problem(path, 1, f"invalid YAML: {exc}")]
     except RecursionError:
