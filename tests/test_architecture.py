@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -125,5 +124,3 @@ def test_no_test_imports_another_test_module() -> None:
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 assert not module.split(".")[-1].startswith("test_"), f"{path.name} imports {module}"
-
-

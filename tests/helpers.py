@@ -1,0 +1,356 @@
+"""What the tests share: builders of docs and modes, the scripted server with a real SDK client, real MCP servers
+from npm, event logs, the small search registry, the loop harness over both wire formats, and the paths of the
+repository's data. Tests import from here; no test imports another test module."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from prompt_composer import Composer, ModeConfig, Registry, ToolDoc
+from prompt_composer.agent.loop import LoopResult, wrap
+from prompt_composer.cli import main
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.testing.server import Reply, ScriptedMessagesServer
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+DATA = TESTS / "data"
+GOLDEN = TESTS / "golden"
+SHARED = REPO.parent / "shared"  # ../shared: the real catalogs, queries and traces (each with a SOURCE.md)
+TRACES = SHARED / "traces" / "traces.jsonl"
+
+
+# --- docs, modes, the scripted server, npm servers, event logs ----------------------------------------------------
+
+
+def make_doc(name: str, group: str = "read", *, params: dict[str, Any] | None = None, **kw: Any) -> ToolDoc:
+    params = params if params is not None else {"path": {"type": "string", "description": f"Where {name} looks."}}
+    return ToolDoc(
+        name=name,
+        group=group,
+        brief=kw.pop("brief", f"Brief text of {name}. Use it for {group} work."),
+        full=kw.pop("full", f"## {name}\nFULL TEXT OF {name.upper()}. Parameters: {', '.join(params)}."),
+        input_schema={"type": "object", "properties": params, "required": list(params)[:1]},
+        **kw,
+    )
+
+
+def make_mode(slug: str, **kw: Any) -> ModeConfig:
+    values: dict[str, Any] = {
+        "slug": slug,
+        "name": slug.title(),
+        "role": f"You are the {slug} agent.",
+        "groups": ["read", "edit"],
+        "permanent": ["read_file"],
+        "recent_size": 2,
+        "budget_tokens": 100_000,
+    }
+    values.update(kw)
+    return ModeConfig(**values)
+
+
+@contextmanager
+def served(
+    script: Sequence[Reply], *, max_retries: int = 0
+) -> Iterator[tuple[ScriptedMessagesServer, anthropic.Anthropic]]:
+    """The scripted Messages API server and a real SDK client pointed at it."""
+    with ScriptedMessagesServer(script) as server:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=max_retries)
+        try:
+            yield server, client
+        finally:
+            client.close()
+
+
+def bodies(server: ScriptedMessagesServer) -> list[dict[str, Any]]:
+    """The JSON bodies of the Messages API requests the server received, in order."""
+    return [r.body for r in server.requests if r.path.split("?")[0] == "/v1/messages"]
+
+
+NPM_BIN = TESTS / "npm" / "node_modules" / ".bin"
+
+
+def npm_server(name: str) -> Path:
+    """A real MCP server from the npm registry (pinned in tests/npm/package.json, installed by .ci/run).
+
+    Skips where node is not installed. Where it is but the servers are not, the test skips locally (run
+    ``npm install --prefix tests/npm``) and fails under CI, where .ci/run has installed them."""
+    path = NPM_BIN / name
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    if not path.exists():
+        missing = f"{path} is missing: run `npm install --prefix tests/npm`"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    return path
+
+
+def learned_use_log(path: Path, *, query: str, tool: str, mode: str, provider: str) -> Path:
+    """An event log (format 1) in which a search for ``query`` found ``tool`` and the task then used it: what
+    ``--learn-from`` turns into a phrasing of ``tool``."""
+    base = {"v": 1, "ts": 0.0, "task": "t1", "mode": mode, "provider": provider}
+    events = [
+        {**base, "event": "search", "query": query, "hits": [tool]},
+        {**base, "event": "tool_call", "tool": tool, "outcome": "ok"},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+# --- a small registry for search ----------------------------------------------------------------------------------
+
+
+def search_doc(name: str, group: str, brief: str, *, queries: tuple[str, ...] = (), full: str = "") -> ToolDoc:
+    return ToolDoc(
+        name=name,
+        group=group,
+        brief=brief,
+        full=full or f"## {name}\n{brief}",
+        input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        queries=queries,
+    )
+
+
+SEARCH_DOCS = [
+    search_doc("read_file", "read", "Read the contents of a file.", queries=("open a file", "show file contents")),
+    search_doc(
+        "search_files", "read", "Search file contents with a regular expression.", queries=("grep the codebase",)
+    ),
+    search_doc("list_files", "read", "List the files and folders in a directory."),
+    search_doc("write_to_file", "edit", "Create a new file or overwrite a whole file."),
+    search_doc("apply_diff", "edit", "Change part of a file by replacing exact text."),
+    search_doc("execute_command", "command", "Run a shell command and read its output.", queries=("run the tests",)),
+    search_doc("secret_tool", "admin", "Rotate the production database credentials.", full="TOP SECRET INTERNALS"),
+    search_doc("secret_grep", "admin", "Search file contents in the vault with a regular expression."),
+]
+
+
+def search_mode(slug: str, groups: Sequence[str], **kw: Any) -> ModeConfig:
+    values: dict[str, Any] = {
+        "slug": slug,
+        "name": slug.title(),
+        "role": f"You are the {slug} agent.",
+        "groups": list(groups),
+        "recent_size": 2,
+        "budget_tokens": 100_000,
+    }
+    values.update(kw)
+    return ModeConfig(**values)
+
+
+# --- the loop harness: both wire formats, sync and async, JSON and streaming -------------------------------------
+
+LOOP_MODEL = "test-model"
+
+
+LOOP_DOCS = [
+    make_doc("read_file"),
+    make_doc("list_files"),
+    make_doc("glob"),
+    make_doc("write_to_file", "edit"),
+    make_doc("secret_tool", "admin", full="## secret_tool\nTOP SECRET INTERNALS of the admin tool."),
+    ToolDoc(
+        name="execute_command",
+        group="command",
+        brief="Run a shell command. Use it to run the tests.",
+        full="## execute_command\nFULL TEXT OF EXECUTE_COMMAND.",
+        input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        queries=("run the tests",),
+    ),
+]
+
+
+REG = Registry.from_docs(
+    LOOP_DOCS,
+    [
+        make_mode("code", groups=["read", "edit", "command"], recent_size=2, promotion="task_start"),
+        make_mode("fifo", groups=["read", "edit"], recent_size=2, promotion="every_turn"),
+        make_mode("inline", groups=["read", "edit"], recent_size=2, promotion="inline"),
+        make_mode("text", groups=["read", "edit"], tool_style="text"),
+        make_mode("disco", groups=["read", "edit", "command"], discovery=True),
+        make_mode("admin", groups=["admin"], permanent=["secret_tool"], recent_size=0),
+    ],
+)
+
+
+COMPOSER = Composer(REG)
+
+
+SEARCH = ToolSearch(REG, embedder=False)  # lexical only: no embedding model in tests
+
+
+def echo(tool_input: Mapping[str, Any]) -> str:
+    return f"ran on {tool_input.get('path', tool_input.get('command'))}"
+
+
+EXECUTORS = {name: echo for name in ("read_file", "list_files", "glob", "write_to_file", "execute_command")}
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How one provider spells what the suite checks."""
+
+    provider: str
+    path: str
+
+    def sdk(self, server: ScriptedMessagesServer, *, use_async: bool) -> Any:
+        if self.provider == "anthropic":
+            cls: Any = anthropic.AsyncAnthropic if use_async else anthropic.Anthropic
+            return cls(base_url=server.base_url, api_key="k", max_retries=0)
+        cls = openai.AsyncOpenAI if use_async else openai.OpenAI
+        return cls(base_url=server.base_url + "/v1", api_key="k", max_retries=0)
+
+    def bodies(self, server: ScriptedMessagesServer) -> list[dict[str, Any]]:
+        return [r.body for r in server.requests if r.path.split("?")[0] == self.path]
+
+    def system(self, body: Mapping[str, Any]) -> str:
+        if self.provider == "anthropic":
+            return "\n\n".join(block["text"] for block in body.get("system", []))
+        first = body["messages"][0]
+        return str(first["content"]) if first["role"] in ("system", "developer") else ""
+
+    def tools(self, body: Mapping[str, Any]) -> list[str]:
+        if self.provider == "anthropic":
+            return [t["name"] for t in body.get("tools", [])]
+        return [t["function"]["name"] for t in body.get("tools", [])]
+
+    def descriptions(self, body: Mapping[str, Any]) -> dict[str, str]:
+        if self.provider == "anthropic":
+            return {t["name"]: t["description"] for t in body.get("tools", [])}
+        return {t["function"]["name"]: t["function"]["description"] for t in body.get("tools", [])}
+
+    def results(self, body: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+        """The native tool results at the end of the request: (call id, text, is_error)."""
+        messages = body["messages"]
+        if self.provider == "anthropic":
+            last = messages[-1]["content"]
+            return [
+                (b["tool_use_id"], "\n\n".join(p["text"] for p in b["content"]), bool(b.get("is_error")))
+                for b in last
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
+        tail = list(itertools.takewhile(lambda m: m["role"] in ("tool", "user"), reversed(messages)))[::-1]
+        return [
+            (m["tool_call_id"], m["content"], m["content"].startswith("Error:")) for m in tail if m["role"] == "tool"
+        ]
+
+    def check_protocol(self, body: Mapping[str, Any]) -> None:
+        """Every tool call of an assistant message is answered once, in order, right after it."""
+        messages = body["messages"]
+        for index, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            if self.provider == "anthropic":
+                ids = [b["id"] for b in message["content"] if b.get("type") == "tool_use"]
+                if ids:
+                    reply = messages[index + 1]["content"]
+                    assert [b["tool_use_id"] for b in reply if b.get("type") == "tool_result"] == ids
+                continue
+            ids = [call["id"] for call in message.get("tool_calls") or []]
+            answers = list(itertools.takewhile(lambda m: m["role"] == "tool", messages[index + 1 :]))
+            assert [m["tool_call_id"] for m in answers] == ids
+
+    def user_texts(self, body: Mapping[str, Any]) -> list[str]:
+        """The text of the last user message (text-style results, corrections)."""
+        last = body["messages"][-1]
+        assert last["role"] == "user"
+        if isinstance(last["content"], str):
+            return [last["content"]]
+        return [b["text"] for b in last["content"] if b.get("type") == "text"]
+
+
+WIRES = {"anthropic": Wire("anthropic", "/v1/messages"), "openai": Wire("openai", "/v1/chat/completions")}
+
+
+@dataclass(frozen=True)
+class Combo:
+    wire: Wire
+    use_async: bool
+    stream: bool
+
+
+COMBOS = [
+    pytest.param(Combo(WIRES[p], a, s), id=f"{p}-{'async' if a else 'sync'}-{'stream' if s else 'json'}")
+    for p in WIRES
+    for a in (False, True)
+    for s in (False, True)
+]
+
+
+class Agent:
+    """A composed client over a scripted server, whichever provider and style the combo says."""
+
+    def __init__(self, combo: Combo, server: ScriptedMessagesServer, **options: Any) -> None:
+        self.combo = combo
+        self.server = server
+        options = {"composer": COMPOSER, "task_id": "t-1", **options}
+        self.client = wrap(combo.wire.sdk(server, use_async=combo.use_async), **options)
+
+    def run(self, task: str = "Do the task.", **kwargs: Any) -> LoopResult:
+        kwargs = {"model": LOOP_MODEL, "max_tokens": 256, "stream": self.combo.stream, "executors": EXECUTORS, **kwargs}
+        if not self.combo.use_async:
+            result: LoopResult = self.client.run(task, **kwargs)
+            return result
+
+        async def go() -> LoopResult:
+            try:
+                return await self.client.run(task, **kwargs)  # type: ignore[no-any-return]
+            finally:
+                await self.client.close()
+
+        return asyncio.run(go())
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        bodies = self.combo.wire.bodies(self.server)
+        for body in bodies:
+            self.combo.wire.check_protocol(body)
+        return bodies
+
+
+@contextmanager
+def agent(combo: Combo, script: list[Reply], **options: Any) -> Iterator[Agent]:
+    with ScriptedMessagesServer(script) as server:
+        a = Agent(combo, server, **options)
+        try:
+            yield a
+        finally:
+            if not combo.use_async:
+                a.client.close()
+
+
+# --- imports and the CLI -----------------------------------------------------------------------------------------
+
+CORPORA = SHARED / "corpora"
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` with its bytes (hidden ones too), to prove a failed import wrote nothing."""
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
