@@ -52,16 +52,11 @@ from prompt_composer import (
 )
 from prompt_composer.core.audit import run_audit
 from prompt_composer.core.tokens import count_tools
-from prompt_composer.importers.tool_list import (
-    UpstreamTool,
-    api_name,
-    doc_yaml,
-    draft_brief,
-    dump_yaml,
-    parse_tool_list,
-    render_full,
-    tool_docs_from_upstream,
-)
+from prompt_composer.importers.brief import draft_brief
+from prompt_composer.importers.drafting import api_name, tool_docs_from_upstream
+from prompt_composer.importers.render import render_full
+from prompt_composer.importers.tool_list import UpstreamTool, parse_tool_list
+from prompt_composer.importers.yaml_out import doc_yaml, dump_yaml
 
 __all__ = [
     "BENCH_MODE",

@@ -27,7 +27,7 @@ import anthropic
 from benchmarks.agent_tasks import build_task_sets
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import VARIANTS, BenchReport, Variant, load_tasks, run_bench
-from prompt_composer.local.model import LocalModelServer
+from prompt_composer.local.server import LocalModelServer
 
 # Six of the sixteen coding tasks (a run of all of them takes hours on 2 cores): three whose right tool is brief
 # in the code mode (glob/list_files, list_code_definitions, ask_followup_question) and three permanent ones.

@@ -20,15 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.search_corpora import shared_dir
 from prompt_composer import Composer, load_registry
 from prompt_composer.core.promotion import POLICIES
-from prompt_composer.learn.replay import (
-    COST_MODELS,
-    ReplayParams,
-    ReplayReport,
-    load_traces,
-    replay,
-    split_by_model,
-    synthetic_replay,
-)
+from prompt_composer.learn.costs import COST_MODELS
+from prompt_composer.learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
+from prompt_composer.learn.traces import load_traces, split_by_model
 
 TRACES = shared_dir() / "traces" / "traces.jsonl"
 PROVIDERS = ("anthropic", "openai")

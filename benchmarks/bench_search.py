@@ -46,7 +46,10 @@ import search_corpora as corpora
 from prompt_composer import ToolDoc, load_registry
 from prompt_composer.discovery import search as search_module
 from prompt_composer.discovery.evaluate import EvalQuery, EvalReport, evaluate, load_queries
-from prompt_composer.discovery.search import LexicalIndex, ToolSearch, doc_fields
+from prompt_composer.discovery.lexical import LexicalIndex, doc_fields
+from prompt_composer.discovery.needs import decompose
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.discovery.semantic import semantic_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -248,7 +251,7 @@ def _evidence_rows(
 def _best_evidence(search: ToolSearch, query: str, mode: Any, strategy: Any) -> dict[str, float]:
     """The evidence of the request's most confident text (the whole request or one of its needs), as search
     decides a miss."""
-    texts = search_module.decompose(query) if search.decompose else [query]
+    texts = decompose(query) if search.decompose else [query]
     candidates = [search._score_text(t, strategy, mode.allows).evidence for t in dict.fromkeys([query, *texts])]
     return max(candidates, key=lambda e: search.confidence(e, strategy))
 
@@ -443,7 +446,7 @@ def reembed(embedder: Any, quick: bool) -> None:
             start = time.perf_counter()
             ToolSearch(reg, embedder=counting, cache_path=path).tool_vectors()
             timings.append((time.perf_counter() - start, counting.texts))
-    total = sum(len(search_module.semantic_texts(d)) for d in docs)
+    total = sum(len(semantic_texts(d)) for d in docs)
     assert isinstance(registry, Registry)
     print(
         f"\n### {n:,}-tool registry, persistent vectors ({total:,} texts)\n\n"

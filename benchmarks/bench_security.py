@@ -25,16 +25,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prompt_composer import ToolDoc, load_registry
-from prompt_composer.importers.tool_list import draft_brief, parse_tool_list, tool_docs_from_upstream
-from prompt_composer.safety.lint import (
-    QUARANTINE_SEVERITY,
-    SEVERITIES,
-    Finding,
-    at_least,
-    full_size_limit,
-    scan,
-    sibling_names,
-)
+from prompt_composer.importers.brief import draft_brief
+from prompt_composer.importers.drafting import tool_docs_from_upstream
+from prompt_composer.importers.tool_list import parse_tool_list
+from prompt_composer.safety.lint import Finding, full_size_limit, scan, sibling_names
+from prompt_composer.safety.rules import QUARANTINE_SEVERITY, SEVERITIES, at_least
 
 ROOT = Path(__file__).resolve().parents[1]
 POISON = ROOT / "tests" / "data" / "poison"

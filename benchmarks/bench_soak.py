@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prompt_composer import Composer, InMemorySessionStore, SessionStore, load_registry
-from prompt_composer.agent.loop import TaskState
+from prompt_composer.agent.state import TaskState
 from prompt_composer.core.promotion import Policy
 
 MODES = ("code", "architect", "ask", "debug", "orchestrator")

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import agent_tasks, corpora, search_corpora
-from prompt_composer.local import model as localmodel
+from prompt_composer.local import weights as localmodel
 
 HERE = Path(__file__).resolve().parent
 SHARED_ENV = search_corpora.SHARED_ENV

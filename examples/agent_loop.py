@@ -16,7 +16,8 @@ import anthropic
 
 from prompt_composer import Composer, load_registry
 from prompt_composer.agent.anthropic import wrap
-from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 
 WORKSPACE = Path(__file__).resolve().parent.parent
 

@@ -20,10 +20,12 @@ import openai
 import pytest
 
 from prompt_composer import Composer, ModeConfig, Registry, ToolDoc
-from prompt_composer.agent.loop import LoopResult, wrap
+from prompt_composer.agent.results import LoopResult
+from prompt_composer.agent.wrapping import wrap
 from prompt_composer.cli import main
 from prompt_composer.discovery.search import ToolSearch
-from prompt_composer.testing.server import Reply, ScriptedMessagesServer
+from prompt_composer.testing.replies import Reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"

@@ -45,7 +45,8 @@ def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
     probe = (
         "import prompt_composer as pc; d = pc.default_docs_dir(); r = pc.load_registry();"
         "print(d); print(len(r.tools), len(r.modes)); print(pc.Composer(r).compose('code').tokens.total > 0);"
-        "from prompt_composer.local.model import chat_template; print('```json' in chat_template('qwen2.5-json-tools'))"
+        "from prompt_composer.local.server import chat_template;"
+        "print('```json' in chat_template('qwen2.5-json-tools'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=elsewhere, env=env, check=True, capture_output=True, text=True

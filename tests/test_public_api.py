@@ -67,7 +67,8 @@ PUBLIC = {
     "run_audit",
     "strip_descriptions",
     "tool_search_definition",
-    # the tool loop, whatever the provider (prompt_composer.agent.loop; no SDK imported until wrap() sees a client)
+    # the tool loop, whatever the provider (prompt_composer.agent.results, .state, .wrapping; no SDK imported until
+    # wrap() sees a client)
     "Iteration",
     "LoopResult",
     "MaxIterationsError",
@@ -122,7 +123,9 @@ def test_each_subpackage_exports_what_its_type_checking_block_imports() -> None:
 
 def test_importing_the_package_imports_none_of_its_layers() -> None:
     heavy = (
-        "prompt_composer.agent.loop",
+        "prompt_composer.agent.engine",
+        "prompt_composer.agent.clients",
+        "prompt_composer.agent.wrapping",
         "prompt_composer.mcp.gateway",
         "prompt_composer.mcp.upstreams",
         "prompt_composer.learn.tune",
@@ -148,8 +151,15 @@ def test_the_core_and_the_loop_import_no_sdk_and_no_numpy() -> None:
         "prompt_composer.safety.executors",
         "prompt_composer.discovery.evaluate",
         "prompt_composer.agent.bench",
-        "prompt_composer.local.model",
-        "prompt_composer.agent.loop",
+        "prompt_composer.local.server",
+        "prompt_composer.local.weights",
+        "prompt_composer.agent.results",
+        "prompt_composer.agent.state",
+        "prompt_composer.agent.adapter",
+        "prompt_composer.agent.drivers",
+        "prompt_composer.agent.engine",
+        "prompt_composer.agent.clients",
+        "prompt_composer.agent.wrapping",
         "prompt_composer.agent.textcalls",
     ]
     probe = (

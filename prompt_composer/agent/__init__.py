@@ -10,7 +10,8 @@ from ..shared.lazy import attach
 
 if TYPE_CHECKING:
     from .bench import BenchReport, load_tasks, run_bench
-    from .loop import (
+    from .providers import tools_for
+    from .results import (
         Iteration,
         LoopResult,
         MaxIterationsError,
@@ -19,11 +20,10 @@ if TYPE_CHECKING:
         TokenUsage,
         ToolCallRecord,
         ToolLoopError,
-        WrapOptions,
         partial_result,
-        wrap,
     )
-    from .providers import tools_for
+    from .state import WrapOptions
+    from .wrapping import wrap
 
 __all__ = [
     "BenchReport",

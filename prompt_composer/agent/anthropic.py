@@ -1,7 +1,8 @@
 """Anthropic adapter: a wrapped ``anthropic`` client that composes each request, and the tool loop over it.
 
-The loop's decisions live in ``prompt_composer.loop`` (shared with the OpenAI adapter); this module only spells
-them in the Messages API, and is the only one that imports the ``anthropic`` SDK. Wrap a client, instructor-style::
+The loop's decisions live in ``prompt_composer.agent.engine`` (shared with the OpenAI adapter); this module only
+spells them in the Messages API, and is the only one that imports the ``anthropic`` SDK. Wrap a client,
+instructor-style::
 
     client = wrap(anthropic.Anthropic(), composer=Composer(load_registry()), mode="code", task_id="t-1")
     reply = client.messages.create(model=..., max_tokens=1024, messages=[{"role": "user", "content": "..."}])
@@ -26,7 +27,7 @@ Breakpoints in a discovery mode: the system block (its text never changes; its c
 when a search adds tools), and on the tool list the last *permanent* tool, the end of the part that never changes.
 
 What the loop decides (promotion policies, text-style calls, discovery, ``call_tool``, refusals) is the same for
-every provider: see ``prompt_composer.loop``.
+every provider: see ``prompt_composer.agent.engine``.
 """
 
 from __future__ import annotations
@@ -41,21 +42,11 @@ from anthropic.types import Message
 from ..core.composer import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .loop import (
-    Answer,
-    AsyncComposedClientBase,
-    Call,
-    Clock,
-    ComposedClientBase,
-    ComposedNamespace,
-    Reply,
-    SyncComposedClient,
-    TaskState,
-    TokenUsage,
-    WrapOptions,
-    tool_name,
-)
+from .adapter import Answer, Call, Clock, Reply
+from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .providers import Sdk
+from .results import TokenUsage
+from .state import TaskState, WrapOptions, tool_name
 
 MAX_BREAKPOINTS = 4  # the Messages API allows at most four cache_control breakpoints per request
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -247,7 +238,7 @@ class AsyncComposedClient(_MessagesClient, AsyncComposedClientBase):
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
     """Wrap ``anthropic.Anthropic`` (→ :class:`ComposedClient`) or ``AsyncAnthropic`` (→ :class:`AsyncComposedClient`)
     for one task and mode: ``wrap(client, mode="code", task_id="t-1", ...)``; the options are
-    :class:`~prompt_composer.loop.WrapOptions`."""
+    :class:`~prompt_composer.agent.state.WrapOptions`."""
     if isinstance(client, anthropic.AsyncAnthropic):
         return AsyncComposedClient(client, **options)
     if isinstance(client, anthropic.Anthropic):

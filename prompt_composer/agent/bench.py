@@ -41,7 +41,7 @@ from ..errors import InputFileError, PromptComposerError
 from ..shared.files import json_lines, line_error
 
 if TYPE_CHECKING:
-    from .loop import Iteration
+    from .results import Iteration
 
 Variant = Literal["static", "composed", "every_turn", "discovery"]
 VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery")
@@ -220,7 +220,8 @@ def run_bench(
     ``openai.OpenAI``)."""
     from ..core.composer import Composer
     from ..discovery.search import ToolSearch
-    from .loop import StopLoop, wrap
+    from .results import StopLoop
+    from .wrapping import wrap
 
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or len(set(variants)) != len(variants):
@@ -248,47 +249,76 @@ def run_bench(
             executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()
             watch = _Watch(outcome, task, StopLoop)
-            try:
-                result = wrapped.run(
-                    task.task,
-                    model=model,
-                    max_tokens=max_tokens,
-                    executors=executors,
-                    max_iterations=max_iterations,
-                    on_iteration=watch,
-                    stream=True,
-                    extra_body=dict(extra_body or {}),
-                )
-                if watch.chosen_at is not None:
-                    # The request the agent sends next (the choice's result appended), through the same loop and
-                    # watcher: one token is enough to time its first token (the cache effect) without
-                    # generating an answer nobody scores.
-                    wrapped.run(
-                        result.messages,
-                        model=model,
-                        max_tokens=1,
-                        max_iterations=1,
-                        on_iteration=watch,
-                        stream=True,
-                        extra_body=dict(extra_body or {}),
-                    )
-            except PromptComposerError as exc:  # MaxIterationsError: a choice made before it still counts
-                if outcome.choice is None:
-                    outcome.error = str(exc)
-            except Exception as exc:  # an API error: a context overflow counts as a wrong choice
-                outcome.error = f"{type(exc).__name__}: {exc}"
-                outcome.overflow = _is_overflow(exc)
-            if outcome.choice is None and not task.expect and outcome.error is None:
-                outcome.correct = True  # no call, and none was right
+            _run_task(
+                wrapped,
+                watch,
+                executors,
+                model=model,
+                max_iterations=max_iterations,
+                max_tokens=max_tokens,
+                extra_body=extra_body,
+            )
             outcome.wall_s = round(time.perf_counter() - start, 3)
             done.append(outcome)
-            mark = "ok" if outcome.correct else "overflow" if outcome.overflow else "x"
-            if outcome.error is not None and not outcome.overflow:
-                mark = f"error: {outcome.error[:200]}"
-            say(f"[{variant} {number}/{len(tasks)}] {task.id}: {outcome.choice or '-'} {mark} ({outcome.wall_s:.1f} s)")
+            say(_progress_line(variant, number, len(tasks), outcome))
         reports[variant] = VariantReport.of(done)
         outcomes += done
     return BenchReport(reports, outcomes)
+
+
+def _run_task(
+    wrapped: Any,
+    watch: _Watch,
+    executors: Mapping[str, Any],
+    *,
+    model: str,
+    max_iterations: int,
+    max_tokens: int,
+    extra_body: Mapping[str, Any] | None,
+) -> None:
+    """One task through ``wrapped``'s loop up to its choice, then the request the agent would send next; the
+    outcome (``watch.outcome``) is scored as it goes, and an error that ends the task is recorded on it."""
+    outcome, task = watch.outcome, watch.task
+    try:
+        result = wrapped.run(
+            task.task,
+            model=model,
+            max_tokens=max_tokens,
+            executors=executors,
+            max_iterations=max_iterations,
+            on_iteration=watch,
+            stream=True,
+            extra_body=dict(extra_body or {}),
+        )
+        if watch.chosen_at is not None:
+            # The request the agent sends next (the choice's result appended), through the same loop and
+            # watcher: one token is enough to time its first token (the cache effect) without
+            # generating an answer nobody scores.
+            wrapped.run(
+                result.messages,
+                model=model,
+                max_tokens=1,
+                max_iterations=1,
+                on_iteration=watch,
+                stream=True,
+                extra_body=dict(extra_body or {}),
+            )
+    except PromptComposerError as exc:  # MaxIterationsError: a choice made before it still counts
+        if outcome.choice is None:
+            outcome.error = str(exc)
+    except Exception as exc:  # an API error: a context overflow counts as a wrong choice
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        outcome.overflow = _is_overflow(exc)
+    if outcome.choice is None and not task.expect and outcome.error is None:
+        outcome.correct = True  # no call, and none was right
+
+
+def _progress_line(variant: str, number: int, total: int, outcome: TaskOutcome) -> str:
+    """One finished task, for ``progress``."""
+    mark = "ok" if outcome.correct else "overflow" if outcome.overflow else "x"
+    if outcome.error is not None and not outcome.overflow:
+        mark = f"error: {outcome.error[:200]}"
+    return f"[{variant} {number}/{total}] {outcome.task}: {outcome.choice or '-'} {mark} ({outcome.wall_s:.1f} s)"
 
 
 def _executors(allowed: Sequence[str], workspace: Path | None) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """OpenAI adapter: a wrapped ``openai`` client that composes each request, and the tool loop over it.
 
 For the OpenAI API and every server that copies its wire format (llama.cpp's server, vLLM, Ollama, LM Studio,
-LiteLLM, OpenRouter). The loop's decisions live in ``prompt_composer.loop`` (shared with the Anthropic adapter);
-this module only spells them in Chat Completions, and is the only one that imports the ``openai`` SDK (the
-``prompt-composer[openai]`` extra)::
+LiteLLM, OpenRouter). The loop's decisions live in ``prompt_composer.agent.engine`` (shared with the Anthropic
+adapter); this module only spells them in Chat Completions, and is the only one that imports the ``openai`` SDK
+(the ``prompt-composer[openai]`` extra)::
 
     client = wrap(openai.OpenAI(), mode="code", task_id="t-1")
     reply = client.chat.completions.create(model=..., messages=[{"role": "user", "content": "..."}])
@@ -29,7 +29,7 @@ prefix that does not change:
 The loop runs over Chat Completions: tool calls come back as ``tool`` messages (an error's text starts with
 ``Error:``: the API has no error flag), text-style results as one user message. A call whose ``arguments`` are not
 a JSON object gets an error result and the loop goes on. Usage: ``prompt_tokens_details.cached_tokens`` (or
-llama.cpp's ``timings.cache_n``) is read as cached input (see :class:`~prompt_composer.loop.TokenUsage`).
+llama.cpp's ``timings.cache_n``) is read as cached input (see :class:`~prompt_composer.agent.results.TokenUsage`).
 """
 
 from __future__ import annotations
@@ -46,21 +46,11 @@ from openai.types.chat import ChatCompletion
 from ..core.composer import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .loop import (
-    Answer,
-    AsyncComposedClientBase,
-    Call,
-    Clock,
-    ComposedClientBase,
-    ComposedNamespace,
-    Reply,
-    SyncComposedClient,
-    TaskState,
-    TokenUsage,
-    WrapOptions,
-    tool_name,
-)
+from .adapter import Answer, Call, Clock, Reply
+from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .providers import Sdk, to_openai_tool
+from .results import TokenUsage
+from .state import TaskState, WrapOptions, tool_name
 
 _ClientT = TypeVar("_ClientT", openai.OpenAI, openai.AsyncOpenAI)
 _SYSTEM_ROLES = ("system", "developer")
@@ -308,7 +298,7 @@ class AsyncComposedOpenAI(_OpenAIClient, AsyncComposedClientBase):
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
     """Wrap ``openai.OpenAI`` (→ :class:`ComposedOpenAI`) or ``AsyncOpenAI`` (→ :class:`AsyncComposedOpenAI`) for one
     task and mode: ``wrap(client, mode="code", task_id="t-1", ...)``; the options are
-    :class:`~prompt_composer.loop.WrapOptions`."""
+    :class:`~prompt_composer.agent.state.WrapOptions`."""
     if isinstance(client, openai.AsyncOpenAI):
         return AsyncComposedOpenAI(client, **options)
     if isinstance(client, openai.OpenAI):

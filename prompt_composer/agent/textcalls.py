@@ -9,7 +9,7 @@ A text-style mode (``tool_style: text``) sends no native tools: the model calls 
 and each call's result comes back as text starting with a label line ``tool_result name=<tool> ok|error``.
 A reply without such a block may still hold one call in another shape (a ```json block, the arguments alone):
 :func:`read_loose_call` reads it when it names one tool beyond doubt.
-Provider-neutral: the loop (``prompt_composer.loop``) reads and answers these the same way over every API.
+Provider-neutral: the loop (``prompt_composer.agent.engine``) reads and answers these the same way over every API.
 """
 
 from __future__ import annotations
@@ -115,10 +115,8 @@ def text_tool_result(name: str, texts: Iterable[str], *, is_error: bool = False)
 # --- calls written in the wrong shape ----------------------------------------------------------------------------
 
 # Any fenced block (```json, ```, ```tool_code …): a small model asked for ```tool_call often writes the call's JSON
-# in another fence, or only its arguments. Seen on the 1.5B model in the shipped ask mode: "you can use the
-# `read_file` tool" and then ```json {"path": "pyproject.toml"}```. Told so, it made the result up (6 of 6 runs);
-# given the real result of the call it described, it answered from it. A note with the result on how to write the
-# next call made it call again and again (3 of 3 runs to max_iterations): the result goes back as for any call.
+# in another fence, or only its arguments. Told so, it invents the result; a note on the shape next to the result
+# makes it call again and again; given the real result it answers from it. So the result goes back as for any call.
 _ANY_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
 _WRAPPERS = ("input", "arguments", "parameters", "args")  # what other formats call a call's input
 

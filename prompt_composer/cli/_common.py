@@ -16,7 +16,8 @@ from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
 from ..errors import UnknownToolError
 from ..learn.phrasings import load_phrasings
-from ..safety.lint import QUARANTINE_SEVERITY, SEVERITIES, scan_registry
+from ..safety.lint import scan_registry
+from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given

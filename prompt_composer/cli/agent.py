@@ -14,16 +14,10 @@ from ..agent.providers import Sdk
 from ..core.composer import Composer, SystemInfo
 from ..core.promotion import POLICIES
 from ..discovery.search import ToolSearch
+from ..learn.costs import COST_MODELS
 from ..learn.events import EventLog
-from ..learn.replay import (
-    COST_MODELS,
-    ReplayParams,
-    ReplayReport,
-    load_traces,
-    replay,
-    split_by_model,
-    synthetic_replay,
-)
+from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
+from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
 from ._common import add_learn_from, positive_int, registry_of, search_for
 
@@ -179,7 +173,8 @@ def _run_task(
     events: EventLog | None,
     search: ToolSearch | None,
 ) -> int:
-    from ..agent.loop import MaxIterationsError, partial_result, wrap
+    from ..agent.results import MaxIterationsError, partial_result
+    from ..agent.wrapping import wrap
 
     with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it

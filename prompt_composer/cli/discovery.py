@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..discovery.evaluate import evaluate, load_queries
-from ..discovery.search import SearchStrategy, ToolSearch
+from ..discovery.results import SearchStrategy
+from ..discovery.search import ToolSearch
 from ..discovery.tools import render_search_result
 from ._common import add_learn_from, positive_int, registry_of, search_for
 

@@ -9,8 +9,9 @@ import argparse
 import sys
 from typing import Any
 
+from ..importers.from_json import import_json
+from ..importers.from_mcp import import_mcp
 from ..importers.roomodes import RooModesError, import_roomodes
-from ..importers.tool_list import import_json, import_mcp
 
 
 def register(sub: Any) -> None:

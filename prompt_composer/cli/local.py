@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..local.model import CHAT_TEMPLATES, DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, serve, setup_model
+from ..local.server import CHAT_TEMPLATES, serve
+from ..local.weights import DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, setup_model
 from ._common import positive_int
 
 

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from ..learn.events import read_events
-from ..learn.replay import load_traces
 from ..learn.stats import DEFAULT_TOP, compute_stats, trace_events
+from ..learn.traces import load_traces
 from ._common import positive_int, registry_of
 
 DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks

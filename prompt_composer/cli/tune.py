@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from dataclasses import replace
@@ -12,9 +11,12 @@ from typing import Any
 
 from ..core.registry import load_registry
 from ..errors import InputFileError, LoadError
-from ..learn.replay import COST_MODELS, ReplayParams, load_traces
-from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, mode_file_diff, tune_mode
-from ..learn.tune import write_overlay as write_overlay_file
+from ..learn.costs import COST_MODELS
+from ..learn.mode_files import mode_file_diff, unified_diff
+from ..learn.mode_files import write_overlay as write_overlay_file
+from ..learn.replay import ReplayParams
+from ..learn.traces import load_traces
+from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, tune_mode
 from ._common import registry_of
 
 
@@ -91,7 +93,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 raise LoadError([replace(p, path=target) if p.path == path else p for p in exc.problems]) from None
 
         after = write_overlay_file(target, mode.slug, result.proposed, validate=check)
-        diff = _diff(before or "", after, str(target))
+        diff = unified_diff(before or "", after, str(target))
         note = f"wrote the proposal for mode {mode.slug!r} to {target}"
     elif args.write_overlay:
         note = f"nothing written to {args.write_overlay}: the current setting is already best"
@@ -110,7 +112,3 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print()
         print(note)
     return 0
-
-
-def _diff(before: str, after: str, name: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), name, name))

@@ -384,26 +384,9 @@ class Composer:
         style = mode.config.tool_style
         text_style = style == "text"
         permanent = set(mode.permanent)
-
-        # In text style, FIFO tools keep their brief entry in the (stable) catalog and get their full text
-        # in the recent section at the end, so a FIFO change never alters the cached prefix.
-        catalog_full = [n for n in allowed if n in full and (n in permanent or n not in recent)]
-        catalog_brief = [n for n in allowed if n not in catalog_full]
-        if not include_fetch:
-            catalog_full, catalog_brief = list(full_names), list(brief_names)
-        fetch_view = _view(_builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
-        if text_style and fetch_view is not None:
-            full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
-        else:
-            full_docs = [self._views[n] for n in catalog_full]
-        if discovered is not None:
-            # Discovered tools change within a task: in text style their docs go last, after the stable part.
-            catalog_full = [n for n in allowed if n not in discovered]
-            catalog_brief = []
-            recent = discovered
-            full_docs = [self._views[n] for n in catalog_full]
-            if text_style:
-                full_docs += [_view(_builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+        full_docs, catalog_brief, recent = self._catalog(
+            mode, allowed, full, recent, include_fetch=include_fetch, discovered=discovered
+        )
         values = {
             **self._context,
             "mode": mode.config,
@@ -425,22 +408,12 @@ class Composer:
         }
         stable = "\n\n".join(filter(None, (self._section(name, values) for name in SECTIONS)))
         recent_text = self._section(RECENT_SECTION, values) if text_style else ""
-
         native: list[dict[str, Any]] = []
         tool_tokens = 0
         if not text_style:
-            for name in allowed:
-                definition, n_tokens = self.definition(name, full=name in full)
-                native.append(definition)
-                tool_tokens += n_tokens
-            if discovery:
-                search = tool_search_definition(mode)
-                native.append(search)
-                tool_tokens += count_tools(self.counter, [search])
-            if include_fetch:
-                fetch = fetch_tool_definition(mode)
-                native.append(fetch)
-                tool_tokens += count_tools(self.counter, [fetch])
+            native, tool_tokens = self._native_tools(
+                mode, allowed, full, discovery=discovery, include_fetch=include_fetch
+            )
         system = f"{stable}\n\n{recent_text}" if recent_text else stable
         tokens = TokenCounts(system=self.counter.count(system), tools=tool_tokens)
         return ComposedPrompt(
@@ -457,6 +430,62 @@ class Composer:
             discovered=discovered or (),
             discovery=discovery,
         )
+
+    def _catalog(
+        self,
+        mode: Mode,
+        allowed: tuple[str, ...],
+        full: frozenset[str],
+        recent: tuple[str, ...],
+        *,
+        include_fetch: bool,
+        discovered: tuple[str, ...] | None,
+    ) -> tuple[list[_DocView], list[str], tuple[str, ...]]:
+        """The docs the catalog shows in full, the names it lists briefly, and the tools whose full text goes in
+        the recent section (``recent``, or the discovered tools in a discovery mode)."""
+        text_style = mode.config.tool_style == "text"
+        permanent = set(mode.permanent)
+        # In text style, FIFO tools keep their brief entry in the (stable) catalog and get their full text
+        # in the recent section at the end, so a FIFO change never alters the cached prefix.
+        catalog_full = [n for n in allowed if n in full and (n in permanent or n not in recent)]
+        catalog_brief = [n for n in allowed if n not in catalog_full]
+        if not include_fetch:
+            catalog_full, catalog_brief = [n for n in allowed if n in full], [n for n in allowed if n not in full]
+        fetch_view = _view(_builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
+        if text_style and fetch_view is not None:
+            full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
+        else:
+            full_docs = [self._views[n] for n in catalog_full]
+        if discovered is not None:
+            # Discovered tools change within a task: in text style their docs go last, after the stable part.
+            catalog_full = [n for n in allowed if n not in discovered]
+            catalog_brief = []
+            recent = discovered
+            full_docs = [self._views[n] for n in catalog_full]
+            if text_style:
+                full_docs += [_view(_builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+        return full_docs, catalog_brief, recent
+
+    def _native_tools(
+        self, mode: Mode, allowed: tuple[str, ...], full: frozenset[str], *, discovery: bool, include_fetch: bool
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The native tool definitions (the mode's tools, then tool_search and the fetch tool when they are
+        offered) and their token count."""
+        native: list[dict[str, Any]] = []
+        tool_tokens = 0
+        for name in allowed:
+            definition, n_tokens = self.definition(name, full=name in full)
+            native.append(definition)
+            tool_tokens += n_tokens
+        if discovery:
+            search = tool_search_definition(mode)
+            native.append(search)
+            tool_tokens += count_tools(self.counter, [search])
+        if include_fetch:
+            fetch = fetch_tool_definition(mode)
+            native.append(fetch)
+            tool_tokens += count_tools(self.counter, [fetch])
+        return native, tool_tokens
 
     def definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
         """A tool's native definition (full or brief) and its token count, built once per composer.

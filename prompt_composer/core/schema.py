@@ -109,60 +109,108 @@ def _check(schema: Any, value: Any, path: str, out: list[str], root: Mapping[str
         target = _resolve_ref(str(schema["$ref"]), root)
         if target is not None:
             _check(target, value, path, out, root, depth + 1)
+    if not _check_type(schema, value, path, out):
+        return
+    _check_values(schema, value, path, out)
+    if isinstance(value, str):
+        _check_string(schema, value, path, out)
+    if _TYPES["number"](value):
+        _check_number(schema, value, path, out)
+    if isinstance(value, list | tuple):
+        _check_array(schema, value, path, out, root, depth)
+    if isinstance(value, Mapping):
+        _check_object(schema, value, path, out, root, depth)
+    _check_combinators(schema, value, path, out, root, depth)
+
+
+def _check_type(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> bool:
+    """``type``: False (after reporting it) when ``value`` has none of the allowed types."""
     expected = schema.get("type")
     if expected is not None:
         kinds = [expected] if isinstance(expected, str) else list(expected)
         if not any(_TYPES.get(k, lambda _v: True)(value) for k in kinds):
             out.append(f"{path}: expected {' or '.join(kinds)}, got {_kind(value)}")
-            return
+            return False
+    return True
+
+
+def _check_values(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> None:
+    """``enum`` and ``const``."""
     if "enum" in schema and value not in schema["enum"]:
         out.append(f"{path}: must be one of {json.dumps(schema['enum'], ensure_ascii=False)}")
     if "const" in schema and value != schema["const"]:
         out.append(f"{path}: must be {json.dumps(schema['const'], ensure_ascii=False)}")
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            out.append(f"{path}: shorter than {schema['minLength']} characters")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            out.append(f"{path}: longer than {schema['maxLength']} characters")
-        if "pattern" in schema:
-            try:
-                if re.search(schema["pattern"], value) is None:
-                    out.append(f"{path}: does not match the pattern {schema['pattern']}")
-            except re.error:
-                pass
-    if _TYPES["number"](value):
-        for key, words in _BOUNDS:
-            bound = schema.get(key)
-            if isinstance(bound, int | float) and not isinstance(bound, bool) and not _within(key, value, bound):
-                out.append(f"{path}: {value} is {words} {bound}")
-    if isinstance(value, list | tuple):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            out.append(f"{path}: fewer than {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            out.append(f"{path}: more than {schema['maxItems']} items")
-        if schema.get("uniqueItems"):
-            seen = [json.dumps(v, sort_keys=True, default=str) for v in value]
-            if len(set(seen)) != len(seen):
-                out.append(f"{path}: items must be unique")
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for index, item in enumerate(value):
-                _check(items, item, f"{path}[{index}]", out, root, depth + 1)
-    if isinstance(value, Mapping):
-        properties = schema.get("properties", {})
-        properties = properties if isinstance(properties, Mapping) else {}
-        for name in schema.get("required", []):
-            if name not in value:
-                out.append(f"{path}: missing required {name!r}")
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in properties:
-                _check(properties[key], item, f"{path}.{key}", out, root, depth + 1)
-            elif extra is False:
-                allowed = ", ".join(properties) or "none"
-                out.append(f"{path}: unknown parameter {key!r} (allowed: {allowed})")
-            elif isinstance(extra, Mapping):
-                _check(extra, item, f"{path}.{key}", out, root, depth + 1)
+
+
+def _check_string(schema: Mapping[str, Any], value: str, path: str, out: list[str]) -> None:
+    """``minLength``, ``maxLength`` and ``pattern`` (an invalid pattern is ignored)."""
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        out.append(f"{path}: shorter than {schema['minLength']} characters")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        out.append(f"{path}: longer than {schema['maxLength']} characters")
+    if "pattern" in schema:
+        try:
+            if re.search(schema["pattern"], value) is None:
+                out.append(f"{path}: does not match the pattern {schema['pattern']}")
+        except re.error:
+            pass
+
+
+def _check_number(schema: Mapping[str, Any], value: float, path: str, out: list[str]) -> None:
+    """``minimum``, ``maximum`` and their exclusive forms."""
+    for key, words in _BOUNDS:
+        bound = schema.get(key)
+        if isinstance(bound, int | float) and not isinstance(bound, bool) and not _within(key, value, bound):
+            out.append(f"{path}: {value} is {words} {bound}")
+
+
+def _check_array(
+    schema: Mapping[str, Any],
+    value: list[Any] | tuple[Any, ...],
+    path: str,
+    out: list[str],
+    root: Mapping[str, Any],
+    depth: int,
+) -> None:
+    """``minItems``, ``maxItems``, ``uniqueItems`` and ``items``."""
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        out.append(f"{path}: fewer than {schema['minItems']} items")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        out.append(f"{path}: more than {schema['maxItems']} items")
+    if schema.get("uniqueItems"):
+        seen = [json.dumps(v, sort_keys=True, default=str) for v in value]
+        if len(set(seen)) != len(seen):
+            out.append(f"{path}: items must be unique")
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        for index, item in enumerate(value):
+            _check(items, item, f"{path}[{index}]", out, root, depth + 1)
+
+
+def _check_object(
+    schema: Mapping[str, Any], value: Mapping[str, Any], path: str, out: list[str], root: Mapping[str, Any], depth: int
+) -> None:
+    """``required``, ``properties`` and ``additionalProperties``."""
+    properties = schema.get("properties", {})
+    properties = properties if isinstance(properties, Mapping) else {}
+    for name in schema.get("required", []):
+        if name not in value:
+            out.append(f"{path}: missing required {name!r}")
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        if key in properties:
+            _check(properties[key], item, f"{path}.{key}", out, root, depth + 1)
+        elif extra is False:
+            allowed = ", ".join(properties) or "none"
+            out.append(f"{path}: unknown parameter {key!r} (allowed: {allowed})")
+        elif isinstance(extra, Mapping):
+            _check(extra, item, f"{path}.{key}", out, root, depth + 1)
+
+
+def _check_combinators(
+    schema: Mapping[str, Any], value: Any, path: str, out: list[str], root: Mapping[str, Any], depth: int
+) -> None:
+    """``allOf``, ``anyOf``, ``oneOf`` and ``not``."""
     for sub in schema.get("allOf", []):
         _check(sub, value, path, out, root, depth + 1)
     for keyword in ("anyOf", "oneOf"):

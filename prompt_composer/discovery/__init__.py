@@ -11,7 +11,8 @@ from ..shared.lazy import attach
 if TYPE_CHECKING:
     from .embeddings import Embedder, default_embedder
     from .evaluate import EvalQuery, EvalReport, evaluate, load_queries
-    from .search import Hit, LazySearch, Miss, SearchResult, Selection, ToolSearch
+    from .results import Hit, Miss, SearchResult, Selection
+    from .search import LazySearch, ToolSearch
     from .tools import CallResult, SearchToolResult, acall_tool, call_tool, check_call, handle_tool_search
 
 __all__ = [

@@ -23,7 +23,8 @@ from ..core.schema import validate_arguments
 if TYPE_CHECKING:
     from ..core.registry import Registry
     from ..core.session import TaskSession
-    from .search import SearchResult, ToolSearch
+    from .results import SearchResult
+    from .search import ToolSearch
 
 
 Executor = Callable[[Mapping[str, Any]], Any]

@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
+    from .from_json import import_json
+    from .from_mcp import import_mcp, list_mcp_tools
+    from .plan import ImportPlan, plan_import
     from .roomodes import RooModesPlan, import_roomodes, plan_roomodes
-    from .tool_list import ImportPlan, import_json, import_mcp, list_mcp_tools, plan_import, read_tool_list
+    from .tool_list import read_tool_list
 
 __all__ = [
     "ImportPlan",

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
-    from .events import DropCounts, EventLog, JsonlSink, OtelSink, Sink, read_events
+    from .events import DropCounts, EventLog, JsonlSink, Sink, read_events
+    from .otel import OtelSink
     from .phrasings import load_phrasings, phrasings_from_events
-    from .replay import ReplayReport, Task, load_traces, replay
+    from .replay import ReplayReport, replay
     from .stats import StatsReport, compute_stats
+    from .traces import Task, load_traces
     from .tune import TuneResult, tune_mode
 
 __all__ = [

@@ -38,7 +38,7 @@ def phrasings_from_events(events: Iterable[Mapping[str, Any]]) -> dict[str, list
 
 def load_phrasings(paths: Iterable[str | Path]) -> dict[str, list[str]]:
     """:func:`phrasings_from_events` over one or more JSONL event logs (unreadable lines are skipped)."""
-    from ..learn.events import read_events
+    from .events import read_events
 
     events, _skipped = read_events(paths)
     return phrasings_from_events(events)

@@ -5,11 +5,10 @@ the same task, refusals, errors and denials. Per mode: tasks, requests, input / 
 tokens and the cache hit rate (cache read ÷ all input), the permanent tools the log never used in that mode, and
 the brief tools (allowed, not permanent) used most: the candidates for a permanent slot.
 
-The input is the event log of :mod:`prompt_composer.events` (JSONL, version 1), or SWE-agent traces read with
-:func:`~prompt_composer.replay.load_traces` and turned into the same events: each step one request (without
-usage: traces carry estimates only) and one call of the mapped tool in the given mode, refused when the mode does
-not allow it. Permanent sets come from the registry given (the log's fingerprint may differ: then a note says
-so).
+The input is the event log of :mod:`.events` (JSONL, version 1), or SWE-agent traces read with
+:func:`~.traces.load_traces` and turned into the same events: each step one request (without usage: traces carry
+estimates only) and one call of the mapped tool in the given mode, refused when the mode does not allow it.
+Permanent sets come from the registry given (the log's fingerprint may differ: then a note says so).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Any
 from ..core.registry import Registry
 from ..shared.text import plural, table
 from .events import SCHEMA_VERSION
-from .replay import Task
+from .traces import Task
 
 DEFAULT_TOP = 5
 UNREADABLE = "(unreadable call)"
@@ -184,105 +183,137 @@ def compute_stats(
     skipped_lines: int = 0,
 ) -> StatsReport:
     """Count ``events`` (in emitted order) per tool and per mode; ``registry`` gives the modes' permanent sets."""
-    tools: dict[str, ToolStats] = {}
-    modes: dict[str, ModeStats] = {}
-    mode_tasks: dict[str, set[str]] = defaultdict(set)
-    used: dict[str, set[str]] = defaultdict(set)  # task → tools used so far
-    pending: dict[str, Counter[str]] = defaultdict(Counter)  # task → fetches of a tool not (yet) followed by a use
-    mode_uses: dict[str, Counter[str]] = defaultdict(Counter)  # mode → tool → uses
-    mode_use_tasks: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    listed_brief: dict[str, set[str]] = defaultdict(set)  # mode → tools used while listed brief
-    fingerprints: Counter[str] = Counter()
-    count = dropped = 0
-
-    def tool(name: str) -> ToolStats:
-        return tools.setdefault(name, ToolStats(name))
-
+    tally = _Tally()
     for event in events:
-        count += 1
+        tally.add(event)
+    tally.count_unused_fetches()
+    notes = tally.rank_modes(registry, top)
+    notes += _log_notes(tally, registry, skipped_lines)
+    ordered_tools = sorted(tally.tools.values(), key=lambda t: (-t.uses, -t.refusals, t.tool))
+    all_tasks = set().union(*tally.mode_tasks.values()) if tally.mode_tasks else set()
+    return StatsReport(
+        source=source,
+        events=tally.events,
+        tasks=len(all_tasks),
+        tools=ordered_tools,
+        modes=[tally.modes[slug] for slug in sorted(tally.modes)],
+        skipped_lines=skipped_lines,
+        dropped=tally.dropped,
+        notes=notes,
+    )
+
+
+class _Tally:
+    """The running counts of :func:`compute_stats`: per tool, per mode, and what each task used and fetched."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolStats] = {}
+        self.modes: dict[str, ModeStats] = {}
+        self.mode_tasks: dict[str, set[str]] = defaultdict(set)
+        self.used: dict[str, set[str]] = defaultdict(set)  # task → tools used so far
+        # task → fetches of a tool not (yet) followed by a use
+        self.pending: dict[str, Counter[str]] = defaultdict(Counter)
+        self.mode_uses: dict[str, Counter[str]] = defaultdict(Counter)  # mode → tool → uses
+        self.mode_use_tasks: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self.listed_brief: dict[str, set[str]] = defaultdict(set)  # mode → tools used while listed brief
+        self.fingerprints: Counter[str] = Counter()
+        self.events = 0
+        self.dropped = 0
+
+    def tool(self, name: str) -> ToolStats:
+        return self.tools.setdefault(name, ToolStats(name))
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        """Count one event."""
+        self.events += 1
         kind = event.get("event")
         if kind == "dropped":
-            dropped += int(event.get("dropped") or 0)
-            continue
+            self.dropped += int(event.get("dropped") or 0)
+            return
         task, slug = str(event.get("task", "")), str(event.get("mode", ""))
         name = str(event.get("tool") or UNREADABLE)  # a text-style call the loop could not read names no tool
-        stats = modes.setdefault(slug, ModeStats(slug))
-        mode_tasks[slug].add(task)
+        stats = self.modes.setdefault(slug, ModeStats(slug))
+        self.mode_tasks[slug].add(task)
         if event.get("fingerprint"):
-            fingerprints[str(event["fingerprint"])] += 1
+            self.fingerprints[str(event["fingerprint"])] += 1
         if kind == "request":
-            stats.requests += 1
-            usage = event.get("usage")
-            if isinstance(usage, Mapping):
-                stats.usage_requests += 1
-                stats.input_tokens += int(usage.get("input_tokens") or 0)
-                stats.cache_creation_input_tokens += int(usage.get("cache_creation_input_tokens") or 0)
-                stats.cache_read_input_tokens += int(usage.get("cache_read_input_tokens") or 0)
-                stats.output_tokens += int(usage.get("output_tokens") or 0)
+            _add_request(stats, event)
         elif kind == "list":
             stats.lists += 1
         elif kind == "tool_call":
-            outcome = event.get("outcome")
-            if outcome == "ok":
-                tool(name).uses += 1
-                if name not in used[task]:
-                    used[task].add(name)
-                    tool(name).first_uses += 1
-                pending[task].pop(name, None)  # the fetches before this use were followed by it
-                mode_uses[slug][name] += 1
-                mode_use_tasks[slug][name].add(task)
-                if event.get("listed") == "brief":
-                    listed_brief[slug].add(name)
-            elif outcome == "error":
-                tool(name).errors += 1
-            elif outcome == "denied":
-                tool(name).denied += 1
-            else:
-                tool(name)  # refused: counted through its refusal event
+            self._tool_call(event, task, slug, name)
         elif kind == "fetch" and event.get("outcome") == "ok":
-            tool(name).fetches += 1
-            pending[task][name] += 1
+            self.tool(name).fetches += 1
+            self.pending[task][name] += 1
         elif kind == "refusal":
-            tool(name).refusals += 1
-    for fetched in pending.values():
-        for name, unused in fetched.items():
-            tool(name).fetches_unused += unused
+            self.tool(name).refusals += 1
 
-    notes: list[str] = []
-    for slug, stats in modes.items():
-        stats.tasks = len(mode_tasks[slug])
-        resolved = registry.modes.get(slug) if registry is not None else None
-        uses = mode_uses[slug]
-        if resolved is not None:
-            stats.permanent_unused = tuple(t for t in resolved.permanent if not uses[t])
-            candidates = [t for t in uses if t in resolved.allowed and t not in set(resolved.permanent)]
+    def _tool_call(self, event: Mapping[str, Any], task: str, slug: str, name: str) -> None:
+        outcome = event.get("outcome")
+        if outcome == "ok":
+            self.tool(name).uses += 1
+            if name not in self.used[task]:
+                self.used[task].add(name)
+                self.tool(name).first_uses += 1
+            self.pending[task].pop(name, None)  # the fetches before this use were followed by it
+            self.mode_uses[slug][name] += 1
+            self.mode_use_tasks[slug][name].add(task)
+            if event.get("listed") == "brief":
+                self.listed_brief[slug].add(name)
+        elif outcome == "error":
+            self.tool(name).errors += 1
+        elif outcome == "denied":
+            self.tool(name).denied += 1
         else:
-            candidates = [t for t in uses if t in listed_brief[slug]]
-            if registry is not None:
-                notes.append(f"mode {slug!r} is not in the registry: its brief tools are those the log saw brief")
-        ranked = sorted(candidates, key=lambda t: (-uses[t], t))[:top]
-        stats.brief_used = tuple((t, uses[t], len(mode_use_tasks[slug][t])) for t in ranked)
+            self.tool(name)  # refused: counted through its refusal event
+
+    def count_unused_fetches(self) -> None:
+        """After the last event: the fetches still pending were never followed by a use in their task."""
+        for fetched in self.pending.values():
+            for name, unused in fetched.items():
+                self.tool(name).fetches_unused += unused
+
+    def rank_modes(self, registry: Registry | None, top: int) -> list[str]:
+        """Fill in each mode's tasks, unused permanent tools and most used brief tools; the notes this raises."""
+        notes: list[str] = []
+        for slug, stats in self.modes.items():
+            stats.tasks = len(self.mode_tasks[slug])
+            resolved = registry.modes.get(slug) if registry is not None else None
+            uses = self.mode_uses[slug]
+            if resolved is not None:
+                stats.permanent_unused = tuple(t for t in resolved.permanent if not uses[t])
+                candidates = [t for t in uses if t in resolved.allowed and t not in set(resolved.permanent)]
+            else:
+                candidates = [t for t in uses if t in self.listed_brief[slug]]
+                if registry is not None:
+                    notes.append(f"mode {slug!r} is not in the registry: its brief tools are those the log saw brief")
+            ranked = sorted(candidates, key=lambda t: (-uses[t], t))[:top]
+            stats.brief_used = tuple((t, uses[t], len(self.mode_use_tasks[slug][t])) for t in ranked)
+        return notes
+
+
+def _add_request(stats: ModeStats, event: Mapping[str, Any]) -> None:
+    stats.requests += 1
+    usage = event.get("usage")
+    if isinstance(usage, Mapping):
+        stats.usage_requests += 1
+        stats.input_tokens += int(usage.get("input_tokens") or 0)
+        stats.cache_creation_input_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+        stats.cache_read_input_tokens += int(usage.get("cache_read_input_tokens") or 0)
+        stats.output_tokens += int(usage.get("output_tokens") or 0)
+
+
+def _log_notes(tally: _Tally, registry: Registry | None, skipped_lines: int) -> list[str]:
+    """The notes about the log as a whole: another registry, lost events, skipped lines."""
+    notes: list[str] = []
+    fingerprints = tally.fingerprints
     if registry is not None and fingerprints and set(fingerprints) != {registry.fingerprint}:
         notes.append(
             f"the log was written with registry {', '.join(sorted(fingerprints))}; permanent sets are from "
             f"{registry.fingerprint}"
         )
-    if dropped:
-        notes.append(f"the log lost {dropped} events (its 'dropped' lines): every count is a lower bound")
+    if tally.dropped:
+        notes.append(f"the log lost {tally.dropped} events (its 'dropped' lines): every count is a lower bound")
     if skipped_lines:
         notes.append(f"{skipped_lines} lines skipped: not an event of a known version (e.g. a torn last line)")
-    ordered_tools = sorted(tools.values(), key=lambda t: (-t.uses, -t.refusals, t.tool))
-    all_tasks = set().union(*mode_tasks.values()) if mode_tasks else set()
-    return StatsReport(
-        source=source,
-        events=count,
-        tasks=len(all_tasks),
-        tools=ordered_tools,
-        modes=[modes[slug] for slug in sorted(modes)],
-        skipped_lines=skipped_lines,
-        dropped=dropped,
-        notes=notes,
-    )
-
-
-# ------------------------------------------------------------------------------------------ rendering
+    return notes

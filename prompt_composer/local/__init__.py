@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
-    from .model import DEFAULT_WEIGHTS, LocalModelServer, Weights, is_set_up, model_path, serve, setup_model
+    from .server import LocalModelServer, serve
+    from .weights import DEFAULT_WEIGHTS, Weights, is_set_up, model_path, setup_model
 
 __all__ = ["DEFAULT_WEIGHTS", "LocalModelServer", "Weights", "is_set_up", "model_path", "serve", "setup_model"]
 

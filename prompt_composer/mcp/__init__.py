@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
+    from .client import ServerSpec
     from .gateway import Gateway, serve_http, serve_stdio
-    from .upstreams import ServerSpec, Upstreams, load_servers, mcp_executors
+    from .upstreams import Upstreams, load_servers, mcp_executors
 
 __all__ = ["Gateway", "ServerSpec", "Upstreams", "load_servers", "mcp_executors", "serve_http", "serve_stdio"]
 

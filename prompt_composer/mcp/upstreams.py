@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ExecutorError, InputFileError, UpstreamError
 from ..safety.executors import ToolExecutor
+from .client import ServerSpec, open_client
 
 if TYPE_CHECKING:
     import anyio
@@ -42,32 +42,6 @@ if TYPE_CHECKING:
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
-
-
-class ServerSpec(BaseModel):
-    """One entry of ``mcpServers``: a command to start over stdio, or the URL of a Streamable HTTP server.
-
-    Keys other clients keep beside these (``type``, ``disabled``, ``alwaysAllow``, ``timeout``…) are ignored,
-    as those clients ignore each other's; a known key with a wrong type is an error."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    command: str | None = Field(default=None, min_length=1)
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = Field(default=None, pattern=r"^https?://")
-    headers: dict[str, str] = Field(default_factory=dict)
-    disabled: bool = False
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> ServerSpec:
-        if (self.command is None) == (self.url is None):
-            raise ValueError('give either "command" (a server started over stdio) or "url" (Streamable HTTP)')
-        return self
-
-    def describe(self) -> str:
-        return self.url if self.url is not None else " ".join((self.command or "", *self.args))
 
 
 class _ServersFile(BaseModel):
@@ -250,7 +224,7 @@ class Upstreams:
         started = False
         connection: _Connection | None = None
         try:
-            async with _client(spec) as client:
+            async with open_client(spec) as client:
                 connection = _Connection(client, anyio.Event())
                 task_status.started(connection)
                 started = True
@@ -262,43 +236,6 @@ class Upstreams:
         finally:
             if connection is not None:
                 connection.alive = False
-
-
-@asynccontextmanager
-async def _client(spec: ServerSpec) -> AsyncIterator[Any]:
-    from mcp import Client, StdioServerParameters
-
-    target: Any
-    async with AsyncExitStack() as stack:
-        if spec.url is not None:
-            if spec.headers:
-                import httpx2
-                from mcp.client.streamable_http import streamable_http_client
-
-                http = await stack.enter_async_context(httpx2.AsyncClient(headers=spec.headers))
-                target = _Transport(streamable_http_client(spec.url, http_client=http))
-            else:
-                target = spec.url
-        else:
-            assert spec.command is not None
-            target = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env={**os.environ, **spec.env}, cwd=spec.cwd
-            )
-        client = await stack.enter_async_context(Client(target, cache=None))
-        yield client
-
-
-class _Transport:
-    """Adapts an SDK transport context manager to ``Client``'s Transport protocol."""
-
-    def __init__(self, context: Any) -> None:
-        self._context = context
-
-    async def __aenter__(self) -> Any:
-        return await self._context.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._context.__aexit__(*exc)
 
 
 def _is_tool_error(exc: BaseException) -> bool:

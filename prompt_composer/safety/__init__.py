@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
-    from .executors import Limits, ToolExecutor, Workspace, workspace_executors
+    from .executors import ToolExecutor, workspace_executors
     from .lint import Finding, SecurityReport, scan, scan_registry
+    from .workspace import Limits, Workspace
 
 __all__ = [
     "Finding",

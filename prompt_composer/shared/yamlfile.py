@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +16,19 @@ from .files import read_text
 LineMap = dict[tuple[str | int, ...], int]
 
 
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar value where a YAML text writes it: the line it starts on, its style (``|`` or ``>`` for a block,
+    a quote, or ``None`` when plain) and its value (a ``|`` block's value has one line per line of the file)."""
+
+    line: int
+    style: str | None
+    value: str
+
+
+ScalarMap = dict[tuple[str | int, ...], Scalar]
+
+
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
@@ -25,13 +39,17 @@ def _walk(
     problems: list[tuple[str, int]],
     ancestors: frozenset[int] = frozenset(),
     visited: set[int] | None = None,
+    scalars: ScalarMap | None = None,
 ) -> None:
-    """Record the line of every key path; collect duplicate keys, non-string keys and recursive aliases.
+    """Record the line of every key path (and in ``scalars``, when given, every scalar value); collect duplicate
+    keys, non-string keys and recursive aliases.
 
     Each node is walked once (an alias points at a node already walked), so "billion laughs" files stay cheap.
     """
     visited = set() if visited is None else visited
     lines.setdefault(path, node.start_mark.line + 1)
+    if scalars is not None and isinstance(node, yaml.ScalarNode):
+        scalars.setdefault(path, Scalar(node.start_mark.line + 1, node.style, str(node.value)))
     if id(node) in ancestors:
         problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
         return
@@ -51,10 +69,10 @@ def _walk(
                 problems.append((f"duplicate key {'.'.join(map(str, (*path, key)))!r}", line))
             seen.add(key)
             lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, problems, inner, visited)
+            _walk(value_node, (*path, key), lines, problems, inner, visited, scalars)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*path, index), lines, problems, inner, visited)
+            _walk(item, (*path, index), lines, problems, inner, visited, scalars)
 
 
 # A tool doc or mode is a few kilobytes; this bounds what a mistaken or hostile file can make a loader hold.
@@ -139,6 +157,21 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
     finally:
         loader.dispose()
     return data, lines, []
+
+
+def yaml_layout(text: str) -> tuple[LineMap, ScalarMap]:
+    """Where the values of a YAML text are: each key path's line (as :func:`read_yaml` maps them: a mapping
+    entry at its key's line) and each scalar value; both empty when the text is no single YAML document. For
+    locating something in a value that was loaded from this text."""
+    lines: LineMap = {}
+    scalars: ScalarMap = {}
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _walk(node, (), lines, [], scalars=scalars)
+    except (yaml.YAMLError, RecursionError):
+        return {}, {}
+    return lines, scalars
 
 
 def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
-    from .server import RecordedRequest, Reply, ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
+    from .replies import Reply, Usage, error_reply, text_reply, tool_use_reply
+    from .server import RecordedRequest, ScriptedMessagesServer
 
 __all__ = ["RecordedRequest", "Reply", "ScriptedMessagesServer", "Usage", "error_reply", "text_reply", "tool_use_reply"]
 

@@ -1,5 +1,7 @@
+"""``python -m prompt_composer.testing``: the scripted test server's command line (see :mod:`.cli`)."""
+
 import sys
 
-from .server import main
+from .cli import main
 
 sys.exit(main())

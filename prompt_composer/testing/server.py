@@ -28,7 +28,7 @@ Behaviour (Anthropic Messages API):
   ``model`` is only the fallback when a request has none); message ids are
   ``msg_test_0001``, ``msg_test_0002``, ... in request order.  With
   ``"stream": true`` the reply is sent as server-sent events in the same event
-  sequence as the real API (see :func:`sse_events`).  Request bodies are not
+  sequence as the real API (see :func:`.wire.sse_events`).  Request bodies are not
   validated.
 * When nothing is left to play the server answers **500** with
   ``{"type": "error", "error": {"type": "api_error", "message": "... script
@@ -56,7 +56,7 @@ clients given a ``base_url`` without it; any query string is ignored):
   ``usage`` folds the cache counts in the way OpenAI-compatible caches report
   them: prompt / input tokens = ``input_tokens + cache_read_input_tokens +
   cache_creation_input_tokens`` and ``cached_tokens`` =
-  ``cache_read_input_tokens`` (see :meth:`Usage.chat_usage`; the Responses
+  ``cache_read_input_tokens`` (see :meth:`.replies.Usage.chat_usage`; the Responses
   usage adds ``cache_write_tokens`` = ``cache_creation_input_tokens``, a field
   the ``openai`` SDK requires).  Every answer on these routes carries
   ``x-request-id: req_test_NNNN`` (the header the ``openai`` SDK reads).
@@ -67,7 +67,7 @@ clients given a ``base_url`` without it; any query string is ignored):
   key is omitted when there are none).  ``finish_reason`` maps ``stop_reason``:
   ``tool_use`` -> ``tool_calls``, ``max_tokens`` -> ``length``, anything else ->
   ``stop``.  With ``"stream": true``: ``data:`` lines (no ``event:`` lines) in the
-  real chunk sequence (see :func:`chat_completion_chunks`), then
+  real chunk sequence (see :func:`.wire.chat_completion_chunks`), then
   ``data: [DONE]``; the usage chunk only comes with
   ``"stream_options": {"include_usage": true}``.
 * ``POST /v1/responses`` (not streamed): a ``response`` with id
@@ -93,293 +93,36 @@ clients given a ``base_url`` without it; any query string is ignored):
 order, each recorded before its response is sent; filter on ``path`` when you
 only want some calls.
 
-Command line (used by the README example)::
-
-    python -m prompt_composer.testserver --script FILE.json [--port N] [--linger S]
-    python -m prompt_composer.testserver --demo
-
-prints ``READY http://127.0.0.1:PORT`` and serves until killed, or until the
-script has been played out and ``--linger`` seconds (default 1) have passed.
+The reply model is in :mod:`.replies`, the wire encodings in :mod:`.wire`, the command line in :mod:`.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import hashlib
-import itertools
 import json
 import socket
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-ToolCall = tuple[str, Mapping[str, Any]] | tuple[str, str, Mapping[str, Any]]
-Script = Sequence["Reply"] | Callable[[dict[str, Any]], "Reply"]
+from .replies import Reply
+from .wire import chat_completion_chunks, chunk_frames, openai_error, sse_events, sse_frames
 
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
+Script = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
+
+# OpenAI clients are often given a base_url without /v1, so both spellings are served.
+_OPENAI_ROUTES = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/responses": "responses",
 }
-
-# Stop reasons without a Chat Completions counterpart (pause_turn, refusal, ...) become "stop".
-_FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
-# A fixed ``created`` / ``created_at`` keeps OpenAI-format responses reproducible.
-_CREATED = 1_700_000_000
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts, echoed exactly in a Messages response's ``usage`` (OpenAI
-    formats fold the cache counts in, see :meth:`chat_usage`)."""
-
-    input_tokens: int = 10
-    output_tokens: int = 5
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Every input token, cached or not (OpenAI counts cache hits inside the prompt)."""
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-    def chat_usage(self) -> dict[str, Any]:
-        """The Chat Completions ``usage``: ``prompt_tokens`` is :attr:`prompt_tokens`,
-        ``prompt_tokens_details.cached_tokens`` the cache reads."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.output_tokens,
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": self.cache_read_input_tokens},
-        }
-
-    def responses_usage(self) -> dict[str, Any]:
-        """The Responses API ``usage``, counted like :meth:`chat_usage`; also
-        ``input_tokens_details.cache_write_tokens`` (cache creation), which the
-        ``openai`` SDK's model requires."""
-        return {
-            "input_tokens": self.prompt_tokens,
-            "input_tokens_details": {
-                "cached_tokens": self.cache_read_input_tokens,
-                "cache_write_tokens": self.cache_creation_input_tokens,
-            },
-            "output_tokens": self.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer: a message (``status == 200``) or an API error."""
-
-    content: tuple[dict[str, Any], ...] = ()
-    stop_reason: str | None = "end_turn"
-    usage: Usage = field(default_factory=Usage)
-    status: int = 200
-    error_type: str = "api_error"
-    error_message: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def is_error(self) -> bool:
-        return self.status >= 400
-
-    def message(self, *, msg_id: str, model: str) -> dict[str, Any]:
-        """The full Messages API response body for this reply."""
-        return {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [dict(block) for block in self.content],
-            "stop_reason": self.stop_reason,
-            "stop_sequence": None,
-            "usage": self.usage.to_dict(),
-        }
-
-    def error_body(self) -> dict[str, Any]:
-        return {"type": "error", "error": {"type": self.error_type, "message": self.error_message}}
-
-    # -- OpenAI wire formats
-    @property
-    def text(self) -> str | None:
-        """The text blocks joined with ``""``; ``None`` when there are none."""
-        texts = [str(block.get("text", "")) for block in self.content if block.get("type") == "text"]
-        return "".join(texts) if texts else None
-
-    @property
-    def finish_reason(self) -> str:
-        """``stop_reason`` as a Chat Completions ``finish_reason``."""
-        return _FINISH_REASONS.get(self.stop_reason or "", "stop")
-
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The ``tool_use`` blocks as Chat Completions ``tool_calls``."""
-        return [
-            {
-                "id": str(block["id"]),
-                "type": "function",
-                "function": {"name": str(block["name"]), "arguments": json.dumps(block.get("input", {}))},
-            }
-            for block in self.content
-            if block.get("type") == "tool_use"
-        ]
-
-    def chat_completion(self, *, completion_id: str, model: str) -> dict[str, Any]:
-        """The full Chat Completions response body for this reply."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None, "annotations": []}
-        calls = self.tool_calls()
-        if calls:
-            message["tool_calls"] = calls
-        return {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": _CREATED,
-            "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish_reason}],
-            "usage": self.usage.chat_usage(),
-            "system_fingerprint": None,
-        }
-
-    def response(self, *, response_id: str, model: str, request: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The full Responses API body for this reply; ``request`` supplies the
-        echoed settings (``tools``, ``tool_choice``, ``instructions``, ...).  Item
-        ids share ``response_id``'s suffix: ``msg_<suffix>``, ``fc_<suffix>_<n>``."""
-        request = request or {}
-        suffix = response_id.removeprefix("resp_")
-        incomplete = self.stop_reason == "max_tokens"
-        status = "incomplete" if incomplete else "completed"
-        output: list[dict[str, Any]] = []
-        text = self.text
-        if text is not None:
-            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-            output.append(
-                {"type": "message", "id": f"msg_{suffix}", "role": "assistant", "status": status, "content": [part]}
-            )
-        for number, call in enumerate(self.tool_calls(), start=1):
-            output.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_{suffix}_{number}",
-                    "call_id": call["id"],
-                    "name": call["function"]["name"],
-                    "arguments": call["function"]["arguments"],
-                    "status": "completed",
-                }
-            )
-        return {
-            "id": response_id,
-            "object": "response",
-            "created_at": _CREATED,
-            "status": status,
-            "completed_at": None if incomplete else _CREATED,
-            "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-            "instructions": request.get("instructions"),
-            "max_output_tokens": request.get("max_output_tokens"),
-            "model": model,
-            "output": output,
-            "parallel_tool_calls": request.get("parallel_tool_calls") is not False,
-            "previous_response_id": request.get("previous_response_id"),
-            "reasoning": {"effort": None, "summary": None},
-            "temperature": request.get("temperature", 1.0),
-            "text": {"format": {"type": "text"}},
-            "tool_choice": request.get("tool_choice") or "auto",
-            "tools": request.get("tools") or [],
-            "top_p": request.get("top_p", 1.0),
-            "truncation": "disabled",
-            "usage": self.usage.responses_usage(),
-            "user": None,
-            "metadata": request.get("metadata") or {},
-        }
-
-    def openai_error_body(self) -> dict[str, Any]:
-        """This error in OpenAI's shape (``error_type`` and message kept as scripted)."""
-        return _openai_error(self.error_type, self.error_message)
-
-
-def _openai_error(etype: str, message: str, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": etype, "param": param, "code": None}}
-
-
-def text_reply(text: str, *, stop_reason: str = "end_turn", usage: Usage | None = None) -> Reply:
-    """A message with a single text block (``stop_reason`` ``"end_turn"`` by default)."""
-    return Reply(
-        content=({"type": "text", "text": text},),
-        stop_reason=stop_reason,
-        usage=usage or Usage(),
-    )
-
-
-def _tool_id(index: int, name: str, tool_input: Mapping[str, Any]) -> str:
-    seed = json.dumps([index, name, tool_input], sort_keys=True, default=str)
-    return "toolu_" + hashlib.sha256(seed.encode()).hexdigest()[:24]
-
-
-def tool_use_reply(*calls: ToolCall, text: str | None = None, usage: Usage | None = None) -> Reply:
-    """A ``stop_reason: "tool_use"`` message: optional text block, then one
-    ``tool_use`` block per call.
-
-    A call is ``(name, input)`` or ``(id, name, input)``.  Missing ids are
-    ``toolu_`` + 24 hex digits derived from (position, name, input): deterministic,
-    so identical calls in two replies get the same id; pass ids to avoid that.
-    """
-    if not calls:
-        raise ValueError("tool_use_reply needs at least one call")
-    blocks: list[dict[str, Any]] = []
-    if text is not None:
-        blocks.append({"type": "text", "text": text})
-    for index, call in enumerate(calls):
-        if len(call) == 2:
-            name, tool_input = call
-            tool_id = _tool_id(index, name, tool_input)
-        elif len(call) == 3:
-            tool_id, name, tool_input = call
-        else:  # pragma: no cover - guarded by the type
-            raise ValueError(f"a tool call is (name, input) or (id, name, input), got {call!r}")
-        blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": dict(tool_input)})
-    return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage or Usage())
-
-
-def error_reply(status: int, error_type: str | None = None, message: str | None = None) -> Reply:
-    """An API error: ``{"type": "error", "error": {"type": ..., "message": ...}}``
-    with HTTP ``status``.
-
-    ``error_type`` defaults to the API's type for the status (429
-    ``rate_limit_error``, 500 ``api_error``, 529 ``overloaded_error``, ...;
-    ``overloaded_error`` for anything unlisted).  The response carries
-    ``retry-after: 0`` and ``retry-after-ms: 1`` so SDK retries are immediate.
-    """
-    if status < 400:
-        raise ValueError(f"error_reply needs an error status, got {status}")
-    etype = error_type or _ERROR_TYPES.get(status, "overloaded_error")
-    return Reply(
-        status=status,
-        stop_reason=None,
-        error_type=etype,
-        error_message=message if message is not None else f"scripted {etype} ({status})",
-        headers={"retry-after": "0", "retry-after-ms": "1"},
-    )
 
 
 @dataclass
@@ -394,112 +137,16 @@ class RecordedRequest:
     body: dict[str, Any]
 
 
-# --------------------------------------------------------------------------- SSE
-
-
-def _chunks(text: str, parts: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // parts))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def sse_events(reply: Reply, *, msg_id: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The ``(event, data)`` pairs the real API streams for ``reply``.
-
-    ``message_start`` carries the message with empty content and the scripted
-    input/cache token counts with ``output_tokens`` ``min(1, N)``; then a
-    ``ping``; per block ``content_block_start`` (text ``""`` / tool ``input: {}``),
-    ``text_delta`` chunks or ``input_json_delta`` pieces (the first one ``""``,
-    as the API does), ``content_block_stop``; then ``message_delta`` whose
-    ``usage`` holds the cumulative totals (all four counts, so the SDK's
-    accumulator ends with exactly the scripted usage) and ``message_stop``.
-    """
-    usage = reply.usage.to_dict()
-    start = reply.message(msg_id=msg_id, model=model)
-    start.update(content=[], stop_reason=None, usage={**usage, "output_tokens": min(1, reply.usage.output_tokens)})
-    yield "message_start", {"type": "message_start", "message": start}
-    yield "ping", {"type": "ping"}
-    for index, block in enumerate(reply.content):
-        btype = block.get("type")
-        if btype == "text":
-            first: dict[str, Any] = {**block, "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(str(block["text"]), 2)]
-        elif btype == "tool_use":
-            first = {**block, "input": {}}
-            pieces = ["", *_chunks(json.dumps(block.get("input", {})), 3)]
-            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-        else:
-            first, deltas = dict(block), []
-        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": first}
-        for delta in deltas:
-            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield (
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-            "usage": usage,
-        },
-    )
-    yield "message_stop", {"type": "message_stop"}
-
-
-def chat_completion_chunks(
-    reply: Reply, *, completion_id: str, model: str, include_usage: bool = False
-) -> Iterator[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects the real API streams for ``reply``
-    (each sent as a ``data:`` line; ``data: [DONE]`` follows them).
-
-    First a chunk whose delta is ``{"role": "assistant", "content": ""}``
-    (``content`` ``null`` when the reply has no text, so the accumulated message
-    matches the non-streamed one); then the text in content deltas (two pieces
-    when it is at least two characters long); per tool call a delta carrying
-    ``index``, ``id``, ``type``, ``function.name`` and ``arguments`` ``""``, then
-    argument pieces carrying only ``index`` and ``function.arguments``; then an
-    empty delta with the ``finish_reason``.  With ``include_usage`` every chunk
-    has ``"usage": null`` and a last chunk with ``choices: []`` holds the usage.
-    """
-    head: dict[str, Any] = {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": _CREATED,
-        "model": model,
-        "system_fingerprint": None,
-    }
-    if include_usage:
-        head["usage"] = None
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        return {**head, "choices": [choice]}
-
-    text = reply.text
-    yield chunk({"role": "assistant", "content": None if text is None else "", "refusal": None})
-    for piece in _chunks(text or "", 2):
-        yield chunk({"content": piece})
-    for index, call in enumerate(reply.tool_calls()):
-        function = call["function"]
-        start = {"index": index, "id": call["id"], "type": "function"}
-        yield chunk({"tool_calls": [{**start, "function": {"name": function["name"], "arguments": ""}}]})
-        for piece in _chunks(function["arguments"], 3):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, reply.finish_reason)
-    if include_usage:
-        yield {**head, "choices": [], "usage": reply.usage.chat_usage()}
-
-
-# ------------------------------------------------------------------------ server
-
-
-# OpenAI clients are often given a base_url without /v1, so both spellings are served.
-_OPENAI_ROUTES = {
-    "/v1/chat/completions": "chat",
-    "/chat/completions": "chat",
-    "/v1/responses": "responses",
-    "/responses": "responses",
-}
+def _parse_body(raw: bytes) -> tuple[dict[str, Any], bool]:
+    """``(body, valid)``: the JSON object (``{}`` when empty), or ``{"_raw": text}`` and False when the body is
+    not a JSON object."""
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed, True
+    return {"_raw": raw.decode("utf-8", "replace")}, False
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -566,17 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _dispatch(self) -> None:
-        raw = self._read_body()
-        body: dict[str, Any]
-        valid = True
-        try:
-            parsed = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            parsed, valid = None, False
-        if isinstance(parsed, dict):
-            body = parsed
-        else:
-            body, valid = {"_raw": raw.decode("utf-8", "replace")}, False
+        body, valid = _parse_body(self._read_body())
         headers = {key.lower(): value for key, value in self.headers.items()}
         owner = self.server.owner
         owner._record(RecordedRequest(self.command, self.path, headers, body))
@@ -613,7 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model") or owner.model)
         headers = {**reply.headers, "request-id": request_id}
         if body.get("stream") is True:
-            self._send_sse(sse_events(reply, msg_id=msg_id, model=model), headers)
+            self._send_stream(sse_frames(sse_events(reply, msg_id=msg_id, model=model)), headers)
         else:
             self._send_json(200, reply.message(msg_id=msg_id, model=model), headers)
 
@@ -656,8 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
             chunks = chat_completion_chunks(
                 reply, completion_id=completion_id, model=model, include_usage=include_usage
             )
-            frames = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
-            self._send_stream(itertools.chain(frames, [b"data: [DONE]\n\n"]), headers)
+            self._send_stream(chunk_frames(chunks), headers)
         else:
             self._send_json(200, reply.chat_completion(completion_id=completion_id, model=model), headers)
 
@@ -670,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
         *,
         param: str | None = None,
     ) -> None:
-        self._send_json(status, _openai_error(etype, message, param), headers)
+        self._send_json(status, openai_error(etype, message, param), headers)
 
     def _send_error(self, status: int, etype: str, message: str, headers: Mapping[str, str] | None = None) -> None:
         self._send_json(status, {"type": "error", "error": {"type": etype, "message": message}}, headers)
@@ -685,9 +321,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
-
-    def _send_sse(self, events: Iterator[tuple[str, dict[str, Any]]], headers: Mapping[str, str]) -> None:
-        self._send_stream((f"event: {event}\ndata: {json.dumps(data)}\n\n".encode() for event, data in events), headers)
 
     def _send_stream(self, frames: Iterator[bytes], headers: Mapping[str, str]) -> None:
         self.send_response(200)
@@ -809,7 +442,7 @@ class ScriptedMessagesServer:
     def _replied(self) -> None:
         # Set only once the response is written: the CLI stops serving when this is set, and setting it when the
         # last reply was dequeued let it close the connection under a response still being written (a flaky
-        # "Server disconnected without sending a response" in tests/test_testserver.py).
+        # "Server disconnected without sending a response" in tests/testing/test_testserver.py).
         with self._lock:
             self._writing -= 1
             if not self._writing and self._played and not self._queue and self._callable is None:
@@ -842,79 +475,3 @@ class ScriptedMessagesServer:
         with self._lock:
             self._played += 1
         return number, reply, ""
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _demo_script() -> list[Reply]:
-    return [
-        tool_use_reply(("list_files", {"path": "."}), text="Let me look at the directory first."),
-        tool_use_reply(("read_file", {"path": "README.md"})),
-        text_reply("I listed the directory and read README.md. (This is a scripted demo answer.)"),
-    ]
-
-
-def _parse_reply(item: Any) -> Reply:
-    if not isinstance(item, dict):
-        raise ValueError(f"each reply must be a JSON object, got {item!r}")
-    usage = Usage(**item["usage"]) if "usage" in item else None
-    if "error" in item:
-        return error_reply(int(item["error"]), item.get("type"), item.get("message"))
-    if "tool_use" in item:
-        calls: list[ToolCall] = []
-        for call in item["tool_use"]:
-            if "id" in call:
-                calls.append((str(call["id"]), str(call["name"]), dict(call.get("input", {}))))
-            else:
-                calls.append((str(call["name"]), dict(call.get("input", {}))))
-        return tool_use_reply(*calls, text=item.get("text"), usage=usage)
-    if "text" in item:
-        return text_reply(str(item["text"]), usage=usage)
-    raise ValueError(f"a reply needs 'text', 'tool_use' or 'error': {item!r}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m prompt_composer.testserver",
-        description=(
-            "Serve scripted replies on 127.0.0.1, as the Anthropic Messages API (/v1/messages) "
-            "and the OpenAI Chat Completions (/v1/chat/completions) and Responses (/v1/responses) APIs."
-        ),
-    )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--script",
-        metavar="FILE.json",
-        help=(
-            'JSON list of replies: {"text"} | {"tool_use": [{"name", "input", "id"?}, ...], "text"?} '
-            '| {"error": STATUS}; text and tool_use replies may add "usage": {"input_tokens", "output_tokens", ...}'
-        ),
-    )
-    source.add_argument("--demo", action="store_true", help="list_files, read_file, then a final text answer")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
-    parser.add_argument(
-        "--linger", type=float, default=1.0, help="seconds to keep serving once the script is played out (default 1)"
-    )
-    args = parser.parse_args(argv)
-    if args.demo:
-        script = _demo_script()
-    else:
-        try:
-            with open(args.script, encoding="utf-8") as fh:
-                items = json.load(fh)
-            if not isinstance(items, list):
-                raise ValueError("the script must be a JSON list")
-            script = [_parse_reply(item) for item in items]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            parser.error(f"bad script {args.script}: {exc}")
-    with ScriptedMessagesServer(script, port=args.port) as server:
-        print(f"READY {server.base_url}", flush=True)
-        try:
-            if not script:
-                server._drained.set()
-            server._drained.wait()
-            threading.Event().wait(max(0.0, args.linger))
-        except KeyboardInterrupt:
-            pass
-    return 0

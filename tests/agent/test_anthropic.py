@@ -12,12 +12,13 @@ import pytest
 
 from prompt_composer import Composer, InMemorySessionStore, Registry, SystemInfo
 from prompt_composer.agent.anthropic import AsyncComposedClient, ComposedClient, wrap
-from prompt_composer.agent.loop import Iteration, MaxIterationsError, PendingCall, TokenUsage, partial_result
+from prompt_composer.agent.results import Iteration, MaxIterationsError, PendingCall, TokenUsage, partial_result
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import FileRestriction
 from prompt_composer.core.promotion import inline_text
-from prompt_composer.testing.server import ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import bodies, make_doc, make_mode, served
 
 MODEL = "claude-test"

@@ -12,12 +12,13 @@ import pytest
 
 from prompt_composer import Composer, Registry, ToolDoc
 from prompt_composer.agent.anthropic import wrap
-from prompt_composer.agent.loop import PendingCall, TokenUsage
+from prompt_composer.agent.results import PendingCall, TokenUsage
 from prompt_composer.core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME, call_tool_definition
 from prompt_composer.core.modes import FileRestriction
 from prompt_composer.core.promotion import inline_text
 from prompt_composer.discovery.search import ToolSearch
-from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Usage, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import bodies, make_mode, served
 
 MODEL = "claude-test"

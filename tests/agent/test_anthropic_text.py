@@ -16,14 +16,15 @@ import pytest
 
 from prompt_composer import Composer, Registry, SystemInfo
 from prompt_composer.agent.anthropic import wrap
-from prompt_composer.agent.loop import Iteration, MaxIterationsError, PendingCall, StopLoop, TokenUsage
+from prompt_composer.agent.results import Iteration, MaxIterationsError, PendingCall, StopLoop, TokenUsage
 from prompt_composer.agent.textcalls import TextToolCall, parse_tool_call_blocks, read_loose_call
 from prompt_composer.cli import main
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import FileRestriction
 from prompt_composer.core.promotion import inline_text
-from prompt_composer.testing.server import Reply, ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Reply, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import bodies, make_doc, make_mode, served
 
 MODEL = "claude-test"

@@ -15,7 +15,8 @@ from prompt_composer.agent.bench import VARIANTS, BenchTask, load_tasks, run_ben
 from prompt_composer.cli import main
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.errors import InputFileError
-from prompt_composer.testing.server import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.replies import error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import bodies, make_doc, make_mode, served
 
 

@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pytest
 
-from prompt_composer.agent.loop import (
+from prompt_composer.agent.results import (
     Iteration,
     LoopResult,
     MaxIterationsError,
@@ -21,11 +21,12 @@ from prompt_composer.agent.loop import (
     StopLoop,
     TokenUsage,
     partial_result,
-    wrap,
 )
+from prompt_composer.agent.wrapping import wrap
 from prompt_composer.core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.promotion import inline_text
-from prompt_composer.testing.server import ScriptedMessagesServer, Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import (
     COMBOS,
     COMPOSER,

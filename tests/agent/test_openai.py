@@ -19,7 +19,8 @@ from prompt_composer import Composer, Registry
 from prompt_composer.agent.openai import AsyncComposedOpenAI, ComposedOpenAI, usage_of, wrap
 from prompt_composer.cli import main
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
-from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Usage, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import make_doc, make_mode
 
 DOCS = [make_doc("read_file"), make_doc("glob"), make_doc("write_to_file", "edit")]
@@ -245,7 +246,7 @@ def test_run_provider_openai_without_a_key_for_a_remote_server_is_refused(
 def test_a_streamed_reply_keeps_llama_cpp_timings_for_the_cache_count() -> None:
     from openai.types.chat import ChatCompletionChunk
 
-    from prompt_composer.agent.loop import Clock
+    from prompt_composer.agent.adapter import Clock
     from prompt_composer.agent.openai import _Accumulator
 
     base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}

@@ -28,9 +28,10 @@ import pytest
 
 from prompt_composer import Composer, Registry, load_registry
 from prompt_composer.agent.anthropic import wrap
-from prompt_composer.agent.loop import LoopResult, MaxIterationsError, PendingCall
+from prompt_composer.agent.results import LoopResult, MaxIterationsError, PendingCall
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
-from prompt_composer.local.model import DEFAULT_WEIGHTS, LocalModelServer, model_path
+from prompt_composer.local.server import LocalModelServer
+from prompt_composer.local.weights import DEFAULT_WEIGHTS, model_path
 from prompt_composer.safety.executors import workspace_executors
 from tests.helpers import REPO
 
@@ -430,7 +431,7 @@ def test_a_call_of_an_imported_tool_reaches_its_real_mcp_server(sdk: anthropic.A
     """Routing (``mcp_executors``, what ``run --servers`` uses): the model's call of an imported tool reaches the
     real upstream (PyPI mcp-server-time) under its original name, and the server's own answer is the result."""
     pytest.importorskip("mcp_server_time")
-    from prompt_composer.importers.tool_list import import_mcp
+    from prompt_composer.importers.from_mcp import import_mcp
     from prompt_composer.mcp.upstreams import mcp_executors
 
     docs = tmp_path / "docs"

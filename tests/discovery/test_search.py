@@ -16,17 +16,12 @@ import pytest
 
 from prompt_composer import Registry, load_registry
 from prompt_composer.discovery import embeddings as embeddings_module
-from prompt_composer.discovery.embeddings import vector_cache_path
-from prompt_composer.discovery.search import (
-    MAX_NEEDS,
-    LexicalIndex,
-    ToolSearch,
-    decompose,
-    doc_fingerprint,
-    semantic_texts,
-    split_identifier,
-    tokenize,
-)
+from prompt_composer.discovery.cache_paths import vector_cache_path
+from prompt_composer.discovery.lexical import LexicalIndex
+from prompt_composer.discovery.needs import MAX_NEEDS, decompose
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.discovery.semantic import doc_fingerprint, semantic_texts
+from prompt_composer.discovery.tokenize import split_identifier, tokenize
 from prompt_composer.errors import EmbeddingUnavailable
 from prompt_composer.learn.phrasings import load_phrasings, phrasings_from_events
 from tests.helpers import SEARCH_DOCS as DOCS

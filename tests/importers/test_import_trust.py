@@ -26,18 +26,13 @@ from pydantic import BaseModel
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
-from prompt_composer.importers.tool_list import (
-    STATE_FILE,
-    McpListing,
-    UpstreamTool,
-    classify_effect,
-    draft_brief,
-    draft_docs,
-    list_mcp_tools,
-    parse_tool_list,
-    read_tool_list,
-    render_full,
-)
+from prompt_composer.importers.brief import draft_brief
+from prompt_composer.importers.drafting import draft_docs
+from prompt_composer.importers.folder import STATE_FILE
+from prompt_composer.importers.from_mcp import McpListing, list_mcp_tools
+from prompt_composer.importers.placement import classify_effect
+from prompt_composer.importers.render import render_full
+from prompt_composer.importers.tool_list import UpstreamTool, parse_tool_list, read_tool_list
 from tests.helpers import DATA, REPO, npm_server
 
 pytest.importorskip("mcp")

@@ -14,15 +14,11 @@ from prompt_composer.agent.providers import to_openai_tool, tools_for
 from prompt_composer.core.audit import brief_parameter_mentions
 from prompt_composer.core.docs import BRIEF_MAX_WORDS, count_words
 from prompt_composer.errors import ImporterError
-from prompt_composer.importers.tool_list import (
-    STATE_FILE,
-    UpstreamTool,
-    api_name,
-    draft_brief,
-    import_json,
-    parse_tool_list,
-    tool_docs_from_upstream,
-)
+from prompt_composer.importers.brief import draft_brief
+from prompt_composer.importers.drafting import api_name, tool_docs_from_upstream
+from prompt_composer.importers.folder import STATE_FILE
+from prompt_composer.importers.from_json import import_json
+from prompt_composer.importers.tool_list import UpstreamTool, parse_tool_list
 from tests.helpers import CORPORA, run_cli, snapshot, write_json
 
 SCHEMA = {

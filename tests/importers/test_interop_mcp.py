@@ -17,7 +17,7 @@ import yaml
 from prompt_composer import Composer, load_registry
 from prompt_composer.cli import main
 from prompt_composer.errors import ImporterError
-from prompt_composer.importers.tool_list import list_mcp_tools
+from prompt_composer.importers.from_mcp import list_mcp_tools
 from tests.helpers import DATA, snapshot
 
 pytest.importorskip("mcp")

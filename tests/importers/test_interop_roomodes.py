@@ -16,7 +16,8 @@ from prompt_composer.cli import main
 from prompt_composer.core.audit import run_audit
 from prompt_composer.core.modes import FileRestriction
 from prompt_composer.errors import ImporterError
-from prompt_composer.importers.roomodes import RooModesError, import_roomodes, js_file_regex
+from prompt_composer.importers.js_regex import js_file_regex
+from prompt_composer.importers.roomodes import RooModesError, import_roomodes
 from tests.helpers import CORPORA, DATA, snapshot
 
 ROO_MODES = CORPORA / "roocode" / "modes.json"

@@ -18,13 +18,16 @@ from typing import Any
 import anthropic
 import pytest
 
-from prompt_composer.agent.loop import LoopResult, PendingCall, wrap
+from prompt_composer.agent.results import LoopResult, PendingCall
+from prompt_composer.agent.wrapping import wrap
 from prompt_composer.cli import main
 from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.session import TaskSession
-from prompt_composer.learn.events import EVENT_KINDS, OUTCOMES, SCHEMA_VERSION, EventLog, JsonlSink, OtelSink
+from prompt_composer.learn.events import EVENT_KINDS, OUTCOMES, SCHEMA_VERSION, EventLog, JsonlSink
+from prompt_composer.learn.otel import OtelSink
 from prompt_composer.mcp.gateway import Gateway, _Client
-from prompt_composer.testing.server import ScriptedMessagesServer, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.replies import error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import COMBOS, EXECUTORS, REG, REPO, SEARCH, Combo, agent, echo
 
 COMMON = ("v", "ts", "event", "task", "mode", "fingerprint", "provider")

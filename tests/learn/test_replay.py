@@ -13,26 +13,24 @@ from prompt_composer.cli import main
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.promotion import DEFAULT_POLICY, POLICIES, inline_text
 from prompt_composer.core.session import TaskSession
-from prompt_composer.learn.replay import (
+from prompt_composer.learn.costs import (
     ANTHROPIC,
     COST_MODELS,
     OPENAI,
-    STATIC,
-    SWE_AGENT_TOOL_MAP,
     CostModel,
+    anthropic_cost_model,
+    openai_cost_model,
+)
+from prompt_composer.learn.replay import (
+    STATIC,
     ReplayParams,
     ReplayReport,
-    Task,
     _Cache,
-    anthropic_cost_model,
-    load_traces,
-    openai_cost_model,
     replay,
     replay_task,
-    split_by_model,
     synthetic_replay,
-    synthetic_tasks,
 )
+from prompt_composer.learn.traces import SWE_AGENT_TOOL_MAP, Task, load_traces, split_by_model, synthetic_tasks
 from tests.helpers import make_doc, make_mode
 
 TRACES = Path("/work/shared/traces/traces.jsonl")

@@ -13,8 +13,8 @@ import pytest
 from prompt_composer import load_registry
 from prompt_composer.cli import main
 from prompt_composer.learn.events import read_events
-from prompt_composer.learn.replay import MALFORMED, SWE_AGENT_TOOL_MAP
 from prompt_composer.learn.stats import compute_stats
+from prompt_composer.learn.traces import MALFORMED, SWE_AGENT_TOOL_MAP
 from tests.helpers import REG, REPO
 
 TRACES = REPO.parent / "shared" / "traces" / "traces.jsonl"

@@ -14,19 +14,13 @@ import yaml
 from prompt_composer import LoadError, Registry, default_docs_dir, load_registry, run_audit
 from prompt_composer.cli import main
 from prompt_composer.core.composer import Composer
-from prompt_composer.learn.replay import ANTHROPIC, ReplayParams, Task, load_traces
-from prompt_composer.learn.tune import (
-    Setting,
-    TuneResult,
-    load_log_tasks,
-    mode_file_diff,
-    overlay_text,
-    rewrite_mode_text,
-    split_tasks,
-    tune_mode,
-    write_overlay,
-)
-from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.learn.costs import ANTHROPIC
+from prompt_composer.learn.mode_files import mode_file_diff, overlay_text, rewrite_mode_text, write_overlay
+from prompt_composer.learn.replay import ReplayParams
+from prompt_composer.learn.traces import Task, load_traces
+from prompt_composer.learn.tune import Setting, TuneResult, load_log_tasks, split_tasks, tune_mode
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import make_doc, make_mode
 
 TRACES = Path("/work/shared/traces/traces.jsonl")

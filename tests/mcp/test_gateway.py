@@ -30,8 +30,9 @@ from mcp import Client, StdioServerParameters
 from prompt_composer import load_registry
 from prompt_composer.cli import main
 from prompt_composer.core.fetch import fetch_tool_doc
-from prompt_composer.importers.tool_list import import_mcp
-from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.importers.from_mcp import import_mcp
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import REPO, learned_use_log, npm_server
 
 REPO = REPO

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from prompt_composer.errors import ExecutorError
-from prompt_composer.safety.executors import READ_ONLY_TOOLS, Workspace, workspace_executors
+from prompt_composer.safety.executors import READ_ONLY_TOOLS, workspace_executors
+from prompt_composer.safety.workspace import Workspace
 
 
 @pytest.fixture

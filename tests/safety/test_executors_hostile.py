@@ -21,11 +21,13 @@ from typing import Any, TypeVar, Unpack
 import anthropic
 import pytest
 
-import prompt_composer.safety.executors as executors
+import prompt_composer.safety.workspace as workspace_module
 from prompt_composer.agent.anthropic import wrap
 from prompt_composer.errors import ExecutorError
-from prompt_composer.safety.executors import Limits, Workspace, workspace_executors
-from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.safety.executors import workspace_executors
+from prompt_composer.safety.workspace import Limits, Workspace
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 
 T = TypeVar("T")
 BOUND = 60.0  # seconds a call may take before the test calls it stuck; generous, never expected to be reached
@@ -319,7 +321,7 @@ def crowded(tmp_path: Path) -> Path:
 
 
 def test_walks_stop_at_the_time_limit_and_say_so(crowded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "time", _Clock(step=0.05))  # 10 s is 200 clock readings
+    monkeypatch.setattr(workspace_module, "time", _Clock(step=0.05))  # 10 s is 200 clock readings
     tools = toolset(crowded)
     listing = within(lambda: tools["list_files"]({"path": ".", "recursive": True})).splitlines()
     assert listing[0] == "d00/" and len(listing) < 1000

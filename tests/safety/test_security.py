@@ -23,26 +23,29 @@ import pytest
 import yaml
 
 from prompt_composer import Composer, Registry, ToolDoc, load_registry
-from prompt_composer.agent.loop import wrap
+from prompt_composer.agent.wrapping import wrap
 from prompt_composer.core.docs import NAME_PATTERN
 from prompt_composer.core.fetch import handle_fetch
 from prompt_composer.core.modes import Mode
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.errors import LoadError
-from prompt_composer.importers.tool_list import UpstreamTool, doc_yaml, draft_brief, import_json
+from prompt_composer.importers.brief import draft_brief
+from prompt_composer.importers.from_json import import_json
+from prompt_composer.importers.tool_list import UpstreamTool
+from prompt_composer.importers.yaml_out import doc_yaml
 from prompt_composer.safety.lint import (
     FULL_SIZE_FLOOR,
-    QUARANTINE_SEVERITY,
-    RULES,
-    clean_prose,
-    escape_invisible,
     full_size_limit,
     quarantine_rules,
     scan,
     scan_registry,
     scan_text,
 )
-from prompt_composer.testing.server import ScriptedMessagesServer, text_reply, tool_use_reply
+from prompt_composer.safety.markup import clean_prose
+from prompt_composer.safety.rules import QUARANTINE_SEVERITY, RULES
+from prompt_composer.safety.text import escape_invisible
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import CORPORA, DATA, REPO, make_doc, make_mode, run_cli, snapshot, write_json
 
 ROOT = REPO

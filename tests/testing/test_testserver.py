@@ -18,16 +18,9 @@ import anthropic
 import openai
 import pytest
 
-from prompt_composer.testing.server import (
-    Reply,
-    ScriptedMessagesServer,
-    Usage,
-    chat_completion_chunks,
-    error_reply,
-    sse_events,
-    text_reply,
-    tool_use_reply,
-)
+from prompt_composer.testing.replies import Reply, Usage, error_reply, text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
+from prompt_composer.testing.wire import chat_completion_chunks, sse_events
 from tests.helpers import REPO
 
 REPO_ROOT = REPO

@@ -1,0 +1,88 @@
+"""The adapter protocol: how one provider's API spells the loop's requests and replies (:class:`Adapter`), and the
+small provider-neutral types it speaks in (:class:`Call`, :class:`Reply`, :class:`Answer`, :class:`Clock`).
+An adapter translates and decides nothing; the loop (``prompt_composer.agent.engine``) decides."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ..core.composer import ComposedPrompt
+from ..core.session import TaskSession
+from .results import TokenUsage
+from .state import TaskState
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call to answer: a native tool call or a text-style ``tool_call`` block (``problem`` set when it could not
+    be read); ``via`` is ``"call_tool"`` for the inner call a ``call_tool`` call unwrapped to (same id, style)."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    style: Literal["native", "text"] = "native"
+    problem: str | None = None
+    via: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A provider's response as the loop reads it (built by an adapter)."""
+
+    message: dict[str, Any]  # the assistant message to append to the conversation, in the provider's format
+    content: tuple[str | Call, ...]  # its text parts and the native calls the loop must answer, in order
+    stop_reason: str | None
+    usage: TokenUsage
+
+    @property
+    def texts(self) -> list[str]:
+        return [part for part in self.content if isinstance(part, str)]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The result of one native call, for an adapter to spell (``texts`` one or more parts, in order)."""
+
+    call_id: str
+    name: str
+    texts: tuple[str, ...]
+    is_error: bool
+
+
+class Clock:
+    """Times one request: the whole response and, when streaming, the first content (the adapter says when)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.first: float | None = None
+
+    def first_content(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter() - self.start
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+
+class Adapter(Protocol):
+    """How one provider's API spells the loop's requests and replies. Pure translation: no decisions."""
+
+    def loop_request(
+        self, state: TaskState, params: Mapping[str, Any], *, model: str, max_tokens: int, session: TaskSession
+    ) -> tuple[dict[str, Any], ComposedPrompt]:
+        """The request of one loop step (``params`` holds the caller's arguments and ``messages``)."""
+
+    def read(self, response: Any) -> Reply: ...
+
+    def answers(self, native: Sequence[Answer], text: Sequence[str]) -> list[dict[str, Any]]:
+        """The message(s) answering one response: native results, then text-style results (labelled texts)."""
+
+    def user_message(self, text: str) -> dict[str, Any]: ...
+
+    def send(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any:
+        """Send one request with the sync SDK client; the SDK's response object."""
+
+    async def send_async(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any: ...

@@ -1,0 +1,481 @@
+"""The tool loop, whatever the provider: every decision it makes, written once for sync and async.
+
+This module imports no provider SDK. What the loop decides lives here: composing each request under the promotion
+policy, answering ``fetch_tool_description`` / ``tool_search`` / ``call_tool`` itself, refusing tools outside
+the mode and paths outside its file restrictions, asking ``approve``, running executors, recording executed
+calls into the task's recent-use FIFO, inline promotion, text-style calls (``prompt_composer.agent.textcalls``),
+usage totals and ``max_iterations``. How a provider spells requests, replies, tool results, streaming and usage
+lives in its adapter: ``prompt_composer.agent.anthropic`` (Messages API) and ``prompt_composer.agent.openai``
+(Chat Completions; ``responses.create`` is composed too).
+
+The loop is one generator (:meth:`Loop.steps`) that *yields* what it needs done: send a request, ask
+``approve``, run an executor, show ``on_iteration`` an iteration. The drivers (``prompt_composer.agent.drivers``)
+perform those effects, synchronously or with ``await``, and hold no decision of their own; so the sync and async
+loops cannot drift apart.
+
+Promotion policies (per mode, ``ModeConfig.promotion``; the wrapper's ``policy`` overrides it):
+
+- ``every_turn``: recompose every request from the task's recent-use FIFO.
+- ``task_start``: compose once per task and mode (pinned in the :class:`TaskSession`); a brief tool is
+  expanded only by ``fetch_tool_description``.
+- ``inline``: like ``task_start``; besides, the first *executed* call of a tool that is brief in the pinned
+  prompt gets the tool's full description appended once, as a text block after the tool's output in the same
+  tool_result. A tool whose description was already fetched (or appended) in the task is not appended again.
+
+Text-style modes (``tool_style: text``) send no composed tools: every doc is in the system prompt and the model
+calls a tool by answering with a fenced block (see ``templates/tool_use.j2``)::
+
+    ```tool_call
+    {"name": "read_file", "input": {"path": "README.md"}}
+    ```
+
+The loop reads every such block of the assistant's text (several in one message, prose around them, trailing
+spaces after the fence are fine; see :func:`~prompt_composer.agent.textcalls.parse_tool_call_blocks`) and answers each
+through the same path as a native tool call: access check, file restrictions, approval, executor, FIFO, inline
+promotion. A block it cannot read (bad JSON, no ``name``, an ``input`` that is not an object) gets an error
+result and the loop goes on.
+The results go back in one user message, one labelled text per call, in order, each starting with a label line
+``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block,
+unless that message imitates a result (a line starting like the label, or a fenced ``tool_result`` block, as a
+small model writes after an error): then the loop tells the model so in a user message and asks again (bounded
+by ``max_iterations``; the iteration's ``correction`` holds what was said). A reply with no tool_call block that
+writes a call in another shape (a ```json block naming a tool, or holding only the arguments of the one tool its
+prose names; see :func:`~prompt_composer.agent.textcalls.read_loose_call`) is answered as that call, through the same
+checks and approval.
+
+Discovery modes (``discovery: true``): the loop answers ``tool_search`` itself, like ``fetch_tool_description``,
+through :func:`~prompt_composer.discovery.handle_tool_search` with the wrapper's
+:class:`~prompt_composer.discovery.ToolSearch` (``wrap(..., search=...)``; by default one is built from the registry
+on the first search, loading the default embedder lazily). The tools found join the task session, so the *next*
+request lists them after the permanent tools and before ``tool_search`` / ``fetch_tool_description``, in
+discovery order. Outside a discovery mode ``tool_search`` is an unknown tool (an error result). Discovery only
+ever appends to the tool list, so a discovery mode's prompt is recomposed from the discovered set under every
+policy (``task_start`` / ``inline`` do not pin it, or the pinned prompt would hide what was found); since the
+FIFO plays no part in it, the recomposed prompt changes only when a search adds tools.
+
+``call_tool`` (``wrap(..., call_tool=True)``): the wrapper appends
+:func:`~prompt_composer.discovery.call_tool_definition` to the composed tools (native-style modes) and the loop
+answers ``call_tool`` calls in either style: :func:`~prompt_composer.discovery.check_call` (the mode allows the
+tool, the arguments match its schema, file restrictions), then the inner call takes the same path as a direct
+call of that tool: approval (which sees the inner name and arguments, ``via="call_tool"``), executor, FIFO,
+inline promotion. Its record names the inner tool (``via="call_tool"``); a call_tool call refused before that
+keeps the name ``call_tool``. Without ``call_tool=True`` it is an unknown tool; a ``call_tool`` the caller
+defines in ``tools=`` is the caller's, like any caller tool.
+
+Most users never import this module: ``wrap(client, mode=..., task_id=...)`` (``prompt_composer.agent.wrapping``,
+or an adapter module) returns a composed client whose ``run(...)`` is this loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from ..core.composer import ComposedPrompt
+from ..core.fetch import FetchResult, closest_names, handle_fetch
+from ..core.promotion import inline_text
+from ..core.session import TaskSession
+from ..discovery.tools import CallResult, SearchToolResult, check_call, handle_tool_search, search_fields
+from ..errors import ExecutorError
+from ..safety.executors import ToolExecutor
+from .adapter import Adapter, Answer, Call, Clock, Reply
+from .drivers import AskApproval, Effect, RunExecutor, SendRequest, ShowIteration, Steps
+from .results import (
+    Iteration,
+    LoopResult,
+    MaxIterationsError,
+    PendingCall,
+    StopLoop,
+    TokenUsage,
+    ToolCallRecord,
+    ToolLoopError,
+)
+from .state import TaskState, tool_name
+from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_blocks, read_loose_call, result_label
+
+
+def answer_fetch(state: TaskState, session: TaskSession, tool_input: Mapping[str, Any] | Any) -> FetchResult:
+    """A ``fetch_tool_description`` call in the state's mode (under ``inline``, the tool is then expanded)."""
+    result = handle_fetch(state.registry, state.mode, tool_input, session=session)
+    if not result.is_error and state.policy == "inline":
+        session.mark_expanded(result.tool)  # its full text is in the conversation now: no inline append
+    return result
+
+
+class Loop:
+    """One run of the tool loop: its state, and :meth:`steps`, the generator that makes every decision."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        state: TaskState,
+        task: str | Sequence[Mapping[str, Any]],
+        *,
+        executors: Mapping[str, ToolExecutor] | None,
+        max_iterations: int,
+        params: Mapping[str, Any],
+        approving: bool,
+        observing: bool,
+    ) -> None:
+        if max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        self.adapter = adapter
+        self.base = state
+        self.state = state  # this iteration's: bound to one registry version from its request to its answers
+        self.session = state.session  # composed from and recorded into, even if the store evicts the task
+        self.executors = dict(executors or {})
+        self.max_iterations = max_iterations
+        self.params = dict(params)
+        self.approving = approving
+        self.observing = observing
+        self.caller_tools = {tool_name(t) for t in self.params.get("tools") or []}
+        self.events = state.events
+        # Events name the wire format; the adapter's module is it (prompt_composer.agent.anthropic / .openai).
+        self.provider = type(adapter).__module__.rpartition(".")[2]
+        self.prompt: ComposedPrompt | None = None  # this iteration's: how each called tool was listed
+        initial: list[dict[str, Any]] = (
+            [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
+        )
+        self.result = LoopResult(messages=initial)
+
+    @property
+    def text_style(self) -> bool:
+        return self.state.mode.config.tool_style == "text"
+
+    # The tools the loop answers itself (a caller's tool of the same name is the caller's).
+    @property
+    def searching(self) -> bool:
+        return self.state.discovery and TOOL_SEARCH_NAME not in self.caller_tools
+
+    @property
+    def unwrapping(self) -> bool:
+        return self.state.call_tool and CALL_TOOL_NAME not in self.caller_tools
+
+    def steps(self, *, model: str, max_tokens: int, stream: bool) -> Steps:
+        """The loop: request → tool calls → results, until the model answers without a call."""
+        for index in range(1, self.max_iterations + 1):
+            self.state = self.base.bound(self.session)
+            params = {**self.params, "messages": self.result.messages}
+            request, prompt = self.adapter.loop_request(
+                self.state, params, model=model, max_tokens=max_tokens, session=self.session
+            )
+            self.prompt = prompt
+            clock = Clock()
+            try:
+                response = yield SendRequest(request, stream, clock)
+            except Exception as exc:  # the SDK's error (after its own retries): carry what was done so far
+                self._request_event(index, model, stream, clock.elapsed(), None, None, error=type(exc).__name__)
+                with contextlib.suppress(AttributeError):
+                    exc.loop_result = self.result  # type: ignore[attr-defined]
+                raise
+            latency = clock.elapsed()  # the request alone, not the approvals and executors that follow
+            try:
+                reply = self.adapter.read(response)
+            except ValueError as exc:  # e.g. an OpenAI-compatible response without a choice
+                self._request_event(index, model, stream, latency, clock.first, None, error=type(exc).__name__)
+                raise ToolLoopError(f"the model's response could not be read: {exc}", self.result) from exc
+            self._request_event(index, model, stream, latency, clock.first, reply)
+            calls = self.receive(response, reply, index)
+            answered: list[tuple[Call, ToolCallRecord]] = []
+            for call in calls:
+                answered.append((call, (yield from self.answer(call, index))))
+            iteration = self.close(index, response, reply, prompt, answered, latency, clock.first)
+            if self.observing:
+                try:
+                    yield ShowIteration(iteration)
+                except StopLoop:
+                    return self.result
+            if iteration.correction is None and not calls:
+                return self.result
+        raise self.exhausted()
+
+    def receive(self, response: Any, reply: Reply, iteration: int) -> list[Call]:
+        """Record the assistant's message; the calls it asks for, in order: its native calls and, in a
+        text-style mode, the ``tool_call`` blocks of its text (or, when it has none, the one call it wrote in another
+        shape, if any)."""
+        self.result.messages.append(reply.message)
+        self.result.final_message = response
+        self.result.stop_reason = reply.stop_reason
+        self.result.text = "".join(reply.texts)
+        calls: list[Call] = []
+        written = 0  # text-style calls so far: their ids are text_<iteration>_<n>
+        for part in reply.content:
+            if isinstance(part, Call):
+                calls.append(part)
+            elif self.text_style:
+                for parsed in parse_tool_call_blocks(part):
+                    written += 1
+                    calls.append(Call(f"text_{iteration}_{written}", parsed.name, parsed.input, "text", parsed.error))
+        if self.text_style and not calls:
+            tools = self.state.registry.tools
+            schemas = {name: tools[name].input_schema for name in self.state.mode.allowed if name in tools}
+            loose = read_loose_call(self.result.text, schemas)
+            if loose is not None:
+                calls.append(Call(f"text_{iteration}_1", loose.name, loose.input, "text"))
+        return calls
+
+    # -- answering one call ------------------------------------------------------------------------
+
+    def answer(self, call: Call, iteration: int) -> Generator[Effect, Any, ToolCallRecord]:
+        """Answer one call, whatever its style: checks, then approval, then the executor."""
+        resolved = self.resolve(call, iteration)
+        if isinstance(resolved, ToolCallRecord):
+            return resolved
+        if self.approving:
+            approved = yield AskApproval(
+                PendingCall(resolved.id, resolved.name, resolved.input, iteration, resolved.via)
+            )
+            if not approved:
+                reason = f"the call to {resolved.name!r} was denied by the user; it was not run"
+                return self._record(resolved, iteration, f"Error: {reason}.", reason, 0.0, "denied")
+        start = time.perf_counter()
+        try:
+            value = yield RunExecutor(self.executors[resolved.name], resolved.input)
+        except Exception as exc:
+            detail = str(exc) if isinstance(exc, ExecutorError) else f"{type(exc).__name__}: {exc}"
+            text = f"Error: {resolved.name} failed: {detail}"
+            return self._record(resolved, iteration, text, detail, time.perf_counter() - start, "error")
+        return self._executed(resolved, iteration, value, time.perf_counter() - start)
+
+    def resolve(self, call: Call, iteration: int) -> Call | ToolCallRecord:
+        """The call to approve and run (a ``call_tool`` call unwrapped to its inner call), or the record of a
+        call answered here without an executor."""
+        if call.problem is None and call.name == CALL_TOOL_NAME and self.unwrapping:
+            checked = check_call(self.state.registry, self.state.mode, call.input)
+            if isinstance(checked, CallResult):  # no name, not in the mode, bad arguments, a refused path
+                inner = call.input.get("name")
+                refused = inner if isinstance(inner, str) and inner else CALL_TOOL_NAME
+                reason = checked.content.removeprefix("Error: ")
+                return self._refused(call, iteration, checked.content, reason, tool=refused, via=CALL_TOOL_NAME)
+            name, arguments = checked
+            call = replace(call, name=name, input=arguments, via=CALL_TOOL_NAME)
+        record = self.precheck(call, iteration)
+        return call if record is None else record
+
+    def precheck(self, call: Call, iteration: int) -> ToolCallRecord | None:
+        """The record of a call answered without running an executor (unreadable call, fetch, refusal), or None
+        to run it."""
+        mode = self.state.mode
+        if call.problem is not None:
+            shape = CALL_SHAPE if call.style == "text" else "Call the tool again with a JSON object as its arguments."
+            text = f"Error: {call.problem}; nothing was run. {shape}"
+            return self._record(call, iteration, text, call.problem, 0.0, "error")
+        if call.name == FETCH_TOOL_NAME and call.name not in self.caller_tools:
+            fetched = answer_fetch(self.state, self.session, call.input)
+            outcome = "refused" if fetched.is_error else "ok"
+            self._emit("fetch", iteration=iteration, call_id=call.id, tool=fetched.tool, outcome=outcome)
+            if fetched.is_error:
+                reason = fetched.content.removeprefix("Error: ")
+                self._emit(
+                    "refusal", iteration=iteration, call_id=call.id, tool=fetched.tool, via="fetch", reason=reason
+                )
+            error = "fetch refused" if fetched.is_error else None
+            return self._record(call, iteration, fetched.content, error, 0.0, outcome)
+        if call.name == TOOL_SEARCH_NAME and self.searching and call.via is None:
+            # The tools found join the session; the next request's prompt lists them (see TaskState.prompt).
+            found = handle_tool_search(self.state.searcher.get(), mode, call.input, session=self.session)
+            self._search_events(call, iteration, found)
+            error = found.content if found.is_error else None
+            return self._record(call, iteration, found.content, error, 0.0, "error" if found.is_error else "ok")
+        if call.name not in self.caller_tools and not mode.allows(call.name):
+            if call.name in self.state.registry.tools:
+                hint = ", ".join(closest_names(call.name, mode.allowed))
+                reason = f"tool {call.name!r} is not available in mode {mode.slug!r}; it was not run"
+                text = f"Error: {reason}. Tools of this mode, closest first: {hint}."
+            else:
+                reason = f"there is no tool named {call.name!r}; nothing was run"
+                text = f"Error: {reason}. Tools of this mode: {', '.join(mode.allowed)}."
+            return self._refused(call, iteration, text, reason)
+        doc = self.state.registry.tools.get(call.name)
+        if doc is not None and call.name not in self.caller_tools:
+            refusal = mode.check_paths(doc, call.input)
+            if refusal is not None:
+                return self._refused(call, iteration, refusal, refusal.removeprefix("Error: "))
+        if call.name not in self.executors:
+            reason = f"tool {call.name!r} has no executor here; it was not run"
+            return self._refused(call, iteration, f"Error: {reason}.", reason)
+        return None
+
+    def _executed(self, call: Call, iteration: int, value: Any, duration: float) -> ToolCallRecord:
+        """A successful call: recorded in the FIFO; under ``inline`` maybe expanded once."""
+        output = value if isinstance(value, str) else _json(value)
+        # The FIFO view before the use, read only for the event log (a store round trip in Redis).
+        before = self.session.recent(self.state.mode) if self.events is not None else ()
+        self.session.record_use(call.name)
+        if self.events is not None and call.name not in before and call.name in self.session.recent(self.state.mode):
+            self._emit("promotion", iteration=iteration, tool=call.name, kind="fifo")
+        expanded = (
+            self.state.policy == "inline"
+            and call.name in self.state.registry.tools
+            and call.name in self.state.prompt(self.session).brief
+            and self.session.mark_expanded(call.name)
+        )
+        if expanded:
+            self._emit("promotion", iteration=iteration, tool=call.name, kind="inline")
+        record = ToolCallRecord(
+            call.id,
+            call.name,
+            call.input,
+            output,
+            False,
+            None,
+            duration,
+            iteration,
+            executed=True,
+            expanded=expanded,
+            via=call.via,
+        )
+        self._call_event(record, "ok")
+        return record
+
+    def _record(
+        self, call: Call, iteration: int, text: str, error: str | None, duration: float, outcome: str
+    ) -> ToolCallRecord:
+        """The record of a call that ran no executor, or whose executor failed (``outcome`` is for the log)."""
+        record = ToolCallRecord(
+            call.id, call.name, call.input, text, error is not None, error, duration, iteration, via=call.via
+        )
+        self._call_event(record, outcome)
+        return record
+
+    def _refused(
+        self, call: Call, iteration: int, text: str, reason: str, *, tool: str | None = None, via: str | None = None
+    ) -> ToolCallRecord:
+        """A refused call (or fetch): a ``refusal`` event naming the tool refused, then its record."""
+        refused = call.name if tool is None else tool
+        self._emit("refusal", iteration=iteration, call_id=call.id, tool=refused, via=via or call.via, reason=reason)
+        return self._record(call, iteration, text, reason, 0.0, "refused")
+
+    # -- the event log -----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, /, **fields: Any) -> None:
+        """Hand one event to the wrapper's log, if any (it never blocks and never raises)."""
+        if self.events is not None:
+            self.events.emit(
+                kind,
+                task=self.base.task_id,
+                mode=self.state.mode.slug,
+                fingerprint=self.state.registry.fingerprint,
+                provider=self.provider,
+                **fields,
+            )
+
+    def _request_event(
+        self,
+        index: int,
+        model: str,
+        stream: bool,
+        latency: float,
+        first_token: float | None,
+        reply: Reply | None,
+        *,
+        error: str | None = None,
+    ) -> None:
+        if self.events is None:
+            return
+        prompt = self.prompt
+        self._emit(
+            "request",
+            iteration=index,
+            model=model,
+            stream=stream,
+            policy=self.state.policy,
+            outcome="ok" if error is None else "error",
+            **({} if error is None else {"error": error}),
+            latency_s=latency,
+            first_token_s=first_token,
+            usage=(reply.usage if reply is not None else TokenUsage()).as_dict(),
+            stop_reason=reply.stop_reason if reply is not None else None,
+            composed_tokens=prompt.tokens.total if prompt is not None else 0,
+            full=len(prompt.full) if prompt is not None else 0,
+            brief=len(prompt.brief) if prompt is not None else 0,
+        )
+
+    def _call_event(self, record: ToolCallRecord, outcome: str) -> None:
+        if self.events is None:
+            return
+        prompt = self.prompt
+        listed = None
+        if prompt is not None and record.name in prompt.full:
+            listed = "full"
+        elif prompt is not None and record.name in prompt.brief:
+            listed = "brief"
+        content = {"input": record.input, "output": record.output} if self.events.include_content else {}
+        self._emit(
+            "tool_call",
+            iteration=record.iteration,
+            call_id=record.id,
+            tool=record.name,
+            via=record.via,
+            outcome=outcome,
+            duration_s=record.duration,
+            listed=listed,
+            expanded=record.expanded,
+            **content,
+        )
+
+    def _search_events(self, call: Call, iteration: int, found: SearchToolResult) -> None:
+        if self.events is None or found.result is None:
+            return
+        fields = search_fields(found, include_content=self.events.include_content)
+        self._emit("search", iteration=iteration, call_id=call.id, **fields)
+        for tool in found.activated:
+            self._emit("promotion", iteration=iteration, tool=tool, kind="discovered")
+
+    # -- closing one iteration ---------------------------------------------------------------------
+
+    def close(
+        self,
+        index: int,
+        response: Any,
+        reply: Reply,
+        prompt: ComposedPrompt,
+        answered: Sequence[tuple[Call, ToolCallRecord]],
+        latency: float,
+        first_token: float | None,
+    ) -> Iteration:
+        """Send the answers back: native results first (as the APIs want them), then a labelled text per
+        text-style call. A text-style reply with no call that imitates a tool result is not final: the loop says
+        so in a user message (see :func:`~prompt_composer.agent.textcalls.imitated_result`)."""
+        correction = None
+        if not answered and self.text_style and imitated_result(self.result.text):
+            correction = IMITATION
+            self.result.messages.append(self.adapter.user_message(correction))
+        if answered:
+            native: list[Answer] = []
+            text: list[str] = []
+            for call, record in answered:
+                texts = [record.output]
+                if record.expanded:
+                    texts.append(inline_text(self.state.registry, record.name))
+                if call.style == "text":  # labelled with the name the model called (call_tool, not its inner tool)
+                    text.append(result_label(call.name, texts, is_error=record.is_error))
+                else:
+                    native.append(Answer(record.id, call.name, tuple(texts), record.is_error))
+            self.result.messages.extend(self.adapter.answers(native, text))
+        records = tuple(record for _, record in answered)
+        iteration = Iteration(index, response, reply.usage, records, prompt, latency, first_token, correction)
+        self.result.iterations.append(iteration)
+        return iteration
+
+    def exhausted(self) -> MaxIterationsError:
+        last = self.result.iterations[-1] if self.result.iterations else None
+        if last is not None and last.correction is not None:
+            what = "still imitated tool results instead of answering"
+        else:
+            what = "still asked for tools"
+        calls = len(self.result.tool_calls)
+        return MaxIterationsError(
+            f"the model {what} after max_iterations={self.max_iterations} requests "
+            f"({calls} tool call{'' if calls == 1 else 's'} answered); the partial result is on .result",
+            self.result,
+        )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

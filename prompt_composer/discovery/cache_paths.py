@@ -1,0 +1,29 @@
+"""Where discovery keeps its files: the user cache folder (:func:`default_cache_dir`), which holds ``vectors/``,
+one vector file per embedding model (:func:`vector_cache_path`), and ``models/``, the unpacked USE model
+(:mod:`.use_model`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """``$PROMPT_COMPOSER_CACHE``, else ``$XDG_CACHE_HOME/prompt-composer``, else ``~/.cache/prompt-composer``
+    (the same rule as the local model's cache)."""
+    explicit = os.environ.get("PROMPT_COMPOSER_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "prompt-composer"
+
+
+def vector_cache_path(embedder_name: str, cache_dir: Path | None = None) -> Path:
+    """The default vector file of a model: ``<cache>/vectors/<readable name>-<hash of the name>.npz``. One file
+    per model, shared by every registry, so a doc embedded once is found again by any process."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", embedder_name).strip("-.")[:60] or "model"
+    digest = hashlib.sha256(embedder_name.encode()).hexdigest()[:12]
+    return (cache_dir or default_cache_dir()) / "vectors" / f"{slug}-{digest}.npz"

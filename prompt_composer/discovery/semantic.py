@@ -1,0 +1,198 @@
+"""The embedding side of tool search: what the embedder reads of a tool (:func:`semantic_texts`), how a request is
+prepared for it (:func:`for_embedding`), and the vectors a query is compared with (:class:`ToolVectors`).
+
+numpy is imported only when vectors are built or compared, so keyword search and importing this module need the
+standard library alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.docs import ToolDoc
+from .lexical import doc_fields
+from .tokenize import split_identifier
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .phrasings import Phrasings
+
+# Building vectors belongs to the search: its warnings go to the search's logger (the CLI quiets that one).
+_log = logging.getLogger("prompt_composer.discovery.search")
+
+_SEMANTIC_TEXT_CHARS = 1500
+_SEMANTIC_HEAD_CHARS = 400  # of the full text, in the one of a tool's semantic texts that reads it
+# Requests that match no tool of any catalog: the top cosine they reach is a mode's baseline for ``cos_rel``
+# (see :data:`~.search.MISS_MODELS`).
+_SMALL_TALK = (
+    "hello",
+    "thanks, that's all for now",
+    "ok, sounds good",
+    "lorem ipsum dolor sit amet",
+    "the quick brown fox jumps over the lazy dog",
+    "xyzzy plugh frobnicate",
+    "asdf qwerty zxcv",
+    "yes please",
+    "I see what you mean",
+    "hmm, let me think about it",
+)
+
+_URL = re.compile(r"\bhttps?://([^/\s]+)\S*?(?=[,.;:!?)\]]*(?:\s|$))")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.\-]+)+/?")
+
+
+def for_embedding(text: str) -> str:
+    """Paths and URLs are a request's arguments, not its intent: an encoder reads ``/root/markdown/x.md`` as
+    "markdown". They become "the file x.md" and "the web page host"."""
+    text = _URL.sub(lambda m: f"the web page {m.group(1)}", text)
+    return _PATH.sub(lambda m: f"the file {m.group(0).rstrip('/').rpartition('/')[2]}", text)
+
+
+def doc_fingerprint(doc: ToolDoc) -> str:
+    """A hash of what embedding reads of a doc: editing one doc changes only its own fingerprint."""
+    payload = json.dumps(doc_fields(doc), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def semantic_texts(doc: ToolDoc) -> list[str]:
+    """What the embedder reads of a tool, as short texts embedded one by one: the brief, the split name with the
+    brief (and hint), the split name with the start of the full text (past a leading heading line), and each
+    curated query."""
+    words = " ".join(split_identifier(doc.name))
+    named = f"{words}: {doc.brief}"
+    if doc.hint:
+        named = f"{named} {doc.hint}"
+    body = doc.full.strip()
+    if body.startswith("#"):
+        body = body.partition("\n")[2].strip()
+    texts = [doc.brief, named, f"{words}\n{body[:_SEMANTIC_HEAD_CHARS]}" if body else words]
+    texts.extend(q for q in doc.queries if q.strip())
+    return texts
+
+
+def semantic_text(doc: ToolDoc) -> str:
+    """One text for a tool: its split name, brief, hint and curated queries, then the start of its full text
+    (small models read ~512 tokens). Search embeds :func:`semantic_texts` instead."""
+    parts = [" ".join(split_identifier(doc.name)), doc.brief]
+    if doc.hint:
+        parts.append(doc.hint)
+    if doc.queries:
+        parts.append("; ".join(doc.queries))
+    head = "\n".join(parts)
+    room = max(0, _SEMANTIC_TEXT_CHARS - len(head))
+    return f"{head}\n{doc.full[:room]}" if room else head
+
+
+def query_vector(embedder: Embedder, text: str) -> Any:
+    """The query vector of one text, refused when the embedder returns NaN or infinite values."""
+    import numpy as np
+
+    q = np.asarray(embedder.embed_query(text), dtype=np.float32)
+    if not np.all(np.isfinite(q)):
+        raise ValueError("the embedder returned a vector with NaN or infinite values")
+    return q
+
+
+def batch_query_vectors(embedder: Embedder | None, texts: Sequence[str]) -> dict[str, Any]:
+    """Query vectors of a request and its needs in one batch, when the embedder can (``embed_queries``, as
+    :class:`~.embeddings.UseEmbedder` does: a batch streams the weights once); else none, and each text is
+    embedded on its own."""
+    import numpy as np
+
+    batch = getattr(embedder, "embed_queries", None)
+    if batch is None:
+        return {}
+    unique = list(dict.fromkeys(texts))
+    matrix = np.asarray(batch([for_embedding(t) for t in unique]), dtype=np.float32)
+    if matrix.shape[0] != len(unique) or not np.all(np.isfinite(matrix)):
+        raise ValueError("the embedder returned unusable query vectors")
+    return dict(zip(unique, matrix, strict=True))
+
+
+class ToolVectors:
+    """The vectors one search compares queries with, built once through an
+    :class:`~.vector_cache.EmbeddingCache` (persisted at ``cache_file`` when given; a file that cannot be saved
+    is logged, and the next process embeds again).
+
+    - ``tools``: the (n, d) matrix in registry order. A tool's vector is the mean of the unit vectors of its
+      :func:`semantic_texts`, not re-normalised: its dot product with a query is the query's mean cosine over
+      those short texts (the encoder reads short texts better than one long one, and a tool whose texts agree
+      scores higher than one whose texts scatter).
+    - ``phrases`` and ``phrase_pairs``: one row per distinct learned request, and (request rows, tool positions):
+      who used each request; ``None`` without learned phrasings.
+    - ``small_talk``: the vectors of :data:`_SMALL_TALK`, a mode's baseline cosine.
+    """
+
+    def __init__(
+        self, tools: Mapping[str, ToolDoc], phrasings: Phrasings, embedder: Embedder, cache_file: Path | None
+    ) -> None:
+        import numpy as np
+
+        from .vector_cache import EmbeddingCache
+
+        cache = EmbeddingCache(embedder, cache_file)
+        keys, keyed = _tool_texts(tools)
+        learned = {f"learned/{i}": for_embedding(text) for i, text in enumerate(phrasings.texts)}
+        vectors = cache.embed({**keyed, **learned})
+        self.small_talk: Any = np.stack(cache.embed_queries(_SMALL_TALK)).astype(np.float32)
+        try:
+            cache.save()
+        except OSError as exc:  # a read-only or full cache: search works, the next process re-embeds
+            _log.warning("could not save tool vectors to %s: %s", cache.path, exc)
+        if keys:
+            matrix = np.stack([np.mean([np.asarray(vectors[k]) for k in tool], axis=0) for tool in keys])
+        else:
+            matrix = np.zeros((0, 1), dtype=np.float32)
+        self.phrases: Any = None
+        self.phrase_pairs: Any = None
+        if learned:
+            self.phrases = np.stack([np.asarray(vectors[k]) for k in learned]).astype(np.float32)
+            position = {name: i for i, name in enumerate(tools)}
+            owned = enumerate(phrasings.owners)
+            pairs = [(row, position[o]) for row, owners in owned for o in owners]
+            self.phrase_pairs = (
+                np.array([r for r, _t in pairs], dtype=np.int64),
+                np.array([t for _r, t in pairs], dtype=np.int64),
+            )
+        self.tools: Any = matrix.astype(np.float32)
+        self._lines: dict[bytes, float] = {}  # allowed-tool mask -> small-talk line
+
+    def small_talk_line(self, mask: Any) -> float:
+        """The mean top cosine that :data:`_SMALL_TALK` reaches over the tools in ``mask`` (cached per set)."""
+        key = mask.tobytes()
+        line = self._lines.get(key)
+        if line is None:
+            sims = self.tools[mask] @ self.small_talk.T
+            line = float(sims.max(axis=0).mean())
+            self._lines[key] = line
+        return line
+
+    def nearest_learned(self, q: Any) -> Any:
+        """Per tool, the cosine of its nearest past request with ``q`` (-1 for a tool without one); ``None``
+        without learned phrasings."""
+        import numpy as np
+
+        if self.phrases is None:
+            return None
+        pair_rows, pair_tools = self.phrase_pairs
+        nearest = np.full(len(self.tools), -1.0)
+        np.maximum.at(nearest, pair_tools, (self.phrases @ q)[pair_rows].astype(np.float64))
+        return nearest
+
+
+def _tool_texts(tools: Mapping[str, ToolDoc]) -> tuple[list[list[str]], dict[str, str]]:
+    """Per tool in registry order, the cache keys of its semantic texts; and every key's text."""
+    keys: list[list[str]] = []
+    keyed: dict[str, str] = {}
+    for doc in tools.values():
+        fingerprint = doc_fingerprint(doc)
+        texts = semantic_texts(doc)
+        keys.append([f"{fingerprint}/{i}" for i in range(len(texts))])
+        keyed.update(zip(keys[-1], texts, strict=True))
+    return keys, keyed

@@ -1,0 +1,256 @@
+"""Drafting an imported tool's brief from its upstream description.
+
+The brief says what the tool does and when to use it, within the brief limits, without parameter details or
+the upstream's orders to the model; the importer marks it ``brief_source: drafted`` for a person to review.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from ..core.docs import BRIEF_MAX_WORDS
+from ..safety.lint import scan_text
+from ..safety.markup import clean_prose
+from ..safety.rules import QUARANTINE_SEVERITY, at_least
+from .prose import LEAD_IN, LIST_ITEM, base_verb, lead_prose, name_words, sentences
+from .tool_list import UpstreamTool
+
+_BOLD = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
+_BRIEF_TARGET_WORDS = 60
+_BRIEF_PURPOSE_SENTENCES = 2  # what it does; then one sentence saying when to use it
+
+# What a brief may keep. A sentence addresses the model (and stays in the full form only) when it opens with an
+# order or a shout, lays down a rule ("should", "must"), or speaks to "you" outside a use-it-when clause:
+# upstreams write "Although originally you did not have internet access …" to steer the model, not to describe.
+_ORDER_START = re.compile(
+    r"^(?:important|critical|attention|note|warning|remember|always|never|do\s+not|don'?t|make\s+sure|be\s+sure"
+    r"|ensure|please|ignore|you)\b",
+    re.IGNORECASE,
+)
+_SECOND_PERSON = re.compile(r"\b(?:you|yourself)\b", re.IGNORECASE)  # not "your": "in your account" describes
+_RULE = re.compile(r"\b(?:should|must|shall)\b", re.IGNORECASE)
+# "Use this tool when …", "Great for finding files when …", "… when you need to compare files": when to use it.
+_USAGE = re.compile(
+    r"^(?:use|call|invoke|choose|pick|prefer|try)\s+(?:this|it|me)\b"
+    r"|\b(?:useful|helpful|handy|great|perfect|ideal|best|good|essential|designed|intended|meant)\s+(?:for|when|to|if)\b"
+    r"|\b(?:when|if)\s+(?:you|the\s+user|a\s+task|the\s+task|an?\s+agent)\s+(?:need|needs|want|wants|must|ha(?:s|ve)\s+to)\b"
+    r"|\b(?:use|call)\s+(?:this|it)\s+(?:\w+\s+){0,2}?(?:when|whenever|first|before|after|to|for|if)\b",
+    re.IGNORECASE,
+)
+# A heading that introduces a list of situations: "When to use this tool:", "Use it for:", "Use cases:".
+_USAGE_HEAD = re.compile(
+    r"^\s*(?:#+\s*)?(?:when\s+to\s+use(?:\s+(?:it|this(?:\s+tool)?))?|use\s+(?:it|this(?:\s+tool)?)\s+(?:when|for|to)"
+    r"|use\s+cases?|good\s+for|useful\s+for)\s*:?\s*$",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"`[^`]+`|'[^'\s][^']*'|\"[^\"\s][^\"]*\"")
+
+
+# Shouted orders: "You MUST use this tool BEFORE …", "PRIMARY TOOL FOR FILE ANALYSIS", "REQUIRED FIRST STEP" (a
+# capitalised "ALL GitHub repositories" is emphasis, not an order).
+_SHOUT = re.compile(
+    r"\b(?:MUST|IMPORTANT|REQUIRED|ALWAYS|NEVER|CRITICAL|MANDATORY|CANNOT|DO\s+NOT|WILL\s+FAIL)\b"
+    r"|\b[A-Z]{3,}(?:\s+[A-Z]{2,}){2,}\b"
+)
+
+
+def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str] = ()) -> str:
+    """A brief drafted from the description: what the tool does and when to use it, ≤ 60 words.
+
+    From the opening prose (up to the first heading, parameter list or example) it keeps up to two sentences
+    saying what the tool does and the first sentence saying when to use it ("Use this tool when …", "Great
+    for …"), wherever it stands; sentences naming parameters, giving formats or rules, or addressing the model
+    are left to the full form. Without a when-sentence it takes one from a "When to use this tool:" list, or
+    derives a plain one from the first sentence's verb or the tool's name (:func:`_derived_use`).
+
+    An upstream's orders to the model are not carried over: markup that hides text (comments, ``<IMPORTANT>``
+    blocks with their content, hidden elements) and invisible characters are stripped first, and every
+    sentence the security lint flags at ``QUARANTINE_SEVERITY`` or above (see :mod:`prompt_composer.safety.lint`)
+    is dropped. ``siblings`` are the names of the server's other tools (calling one first is no finding).
+    """
+    parameters = tuple(tool.input_schema.get("properties", {}))
+    siblings = tuple(siblings)
+    description = clean_prose(tool.description)
+    found = sentences(lead_prose(description))
+    unflagged = [s for s in found if not _addresses_model(s, siblings)]
+    plain = [s for s in unflagged if not _gives_orders(s, siblings)]
+    kept = [s for s in plain if not _mentions_parameter(s, parameters) and not _is_detail(s, siblings)] or plain[:1]
+    usage = next((s for s in kept if _USAGE.search(s)), None)
+    chosen = _chosen(kept, usage)
+    brief = _BOLD.sub(r"\1", " ".join(_terminated(s) for s in chosen)).replace("`", "").strip()
+    label = clean_prose(tool.title or "") or tool.name
+    where = f" of the {server} server" if server else ""
+    if not brief:
+        if found:  # every sentence addressed the model
+            return f"The {label} tool{where}; its upstream description needs review before use."
+        brief = f"The {label} tool{where}; its upstream definition has no description."
+        chosen = []
+    if len(brief.split()) > BRIEF_MAX_WORDS:
+        brief = " ".join(brief.split()[:_BRIEF_TARGET_WORDS]).rstrip(",;:") + " …"
+    brief = _terminated(brief)
+    if usage is None and not re.search(r"\bdeprecated\b", brief, re.IGNORECASE) and _mostly_latin(brief):
+        when = _usage_list(description, siblings) or _derived_use(tool, chosen[0] if chosen else "", label, server)
+        if when and len(brief.split()) + len(when.split()) <= BRIEF_MAX_WORDS:
+            brief = f"{brief} {when}"
+    return brief
+
+
+def _chosen(kept: Sequence[str], usage: str | None) -> list[str]:
+    """The sentences of the brief, in their order: up to two saying what the tool does (within the target length,
+    leaving room for ``usage``), and ``usage``, the sentence saying when to use it."""
+    reserve = len(usage.split()) if usage else 0
+    chosen: list[str] = []
+    words = 0
+    for sentence in kept:
+        if sentence is usage or _USAGE.search(sentence):
+            continue
+        n = len(sentence.split())
+        if chosen and (words + n + reserve > _BRIEF_TARGET_WORDS or len(chosen) == _BRIEF_PURPOSE_SENTENCES):
+            break
+        chosen.append(sentence)
+        words += n
+    if usage is not None:
+        chosen.append(usage)
+    chosen.sort(key=kept.index)
+    return chosen
+
+
+# --- what a sentence does ------------------------------------------------------------------------------------
+
+
+def _mentions_parameter(sentence: str, parameters: Iterable[str]) -> bool:
+    for name in parameters:
+        distinctive = "_" in name or any(c.isupper() for c in name[1:])
+        quoted = (f"`{name}`", f"'{name}'", f'"{name}"')
+        if any(q in sentence for q in quoted) or (
+            distinctive and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence) is not None
+        ):
+            return True
+    return False
+
+
+def _addresses_model(sentence: str, siblings: Sequence[str]) -> bool:
+    """Whether the lint flags ``sentence`` at quarantine severity (an order to the model, a hidden character …)."""
+    return any(at_least(m.severity, QUARANTINE_SEVERITY) for m in scan_text(sentence, siblings=siblings))
+
+
+def _gives_orders(sentence: str, siblings: Sequence[str]) -> bool:
+    """Whether ``sentence`` speaks to the model rather than about the tool (see ``_ORDER_START``)."""
+    opening = re.sub(r"^[^\w]+", "", sentence)  # "🚨 IMPORTANT: …"
+    if _addresses_model(sentence, siblings) or _ORDER_START.match(opening) or _SHOUT.search(sentence):
+        return True
+    if _USAGE.search(sentence):
+        return False
+    return _SECOND_PERSON.search(sentence) is not None or _RULE.search(sentence) is not None
+
+
+def _is_detail(sentence: str, siblings: Sequence[str]) -> bool:
+    """Formats and examples ("Each entry includes 'name', 'type' …"): the full form's business. Quoted names of
+    the server's other tools are no detail ("combine `delete_slide` and `insert_blank_slide`")."""
+    quoted = [q[1:-1] for q in _QUOTED.findall(sentence)]
+    return len([q for q in quoted if q not in siblings]) >= 2
+
+
+def _mostly_latin(text: str) -> bool:
+    """Whether ``text`` is written in a Latin script (an English "Use it when …" would not suit another)."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isascii() for c in letters) * 2 >= len(letters)
+
+
+def _terminated(sentence: str) -> str:
+    """``sentence`` ending in a full stop unless it already ends a sentence (so the next one stays separate)."""
+    sentence = sentence.rstrip()
+    if sentence.endswith(":"):
+        return sentence[:-1] + "."
+    return sentence if sentence.endswith((".", "!", "?", "…", "\u3002")) else sentence + "."
+
+
+# --- when to use it ------------------------------------------------------------------------------------------
+
+
+def _usage_list(description: str, siblings: Sequence[str]) -> str | None:
+    """A "When to use this tool:" list turned into one sentence (its first three plain items), if there is one."""
+    lines = description.splitlines()
+    for index, line in enumerate(lines):
+        if not _USAGE_HEAD.match(line):
+            continue
+        items = _usage_items(lines[index + 1 :], siblings)
+        if items:
+            shown = items[:3]
+            listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + ", or " + shown[-1]
+            return f"Use it for {listed}."
+    return None
+
+
+def _usage_items(lines: Sequence[str], siblings: Sequence[str]) -> list[str]:
+    """The short, plain items of the bullet list that ``lines`` start with (blank lines before it skipped)."""
+    items: list[str] = []
+    for following in lines:
+        if not following.strip():
+            if items:
+                break
+            continue
+        if not LIST_ITEM.match(following):
+            break
+        item = " ".join(_BOLD.sub(r"\1", LIST_ITEM.sub("", following)).replace("`", "").split()).rstrip(".;,")
+        if item and len(item.split()) <= 12 and not _gives_orders(item, siblings):
+            items.append(item[0].lower() + item[1:] if item[1:2].islower() else item)
+    return items
+
+
+# "Shows the commit logs" → "Use it when you need the commit logs"; "Records changes" → "… to record changes".
+_WANTS_OBJECT = frozenset({"get", "show", "display", "return", "retrieve", "view", "provide"})
+# Where the object of the first sentence's verb ends: a clause, an aside, an example (list commas stay).
+_OBJECT_END = re.compile(
+    r"[;:]|\s\(|\s[-–—]\s|\.(?:\s|$)"
+    r"|,\s+(?:or|which|allowing|including|so|but|while|where|returning|using|then|if|depending|e\.g|i\.e)\b",
+    re.IGNORECASE,
+)
+_OBJECT_MAX_WORDS = 12
+_DANGLING = re.compile(r"(?:\s+(?:including|such\s+as|like|and|or))+$", re.IGNORECASE)  # a list cut off
+_RELATIVE = frozenset({"that", "which", "who", "where", "when", "if", "while", "so"})
+
+
+def _verb_phrase(words: Sequence[str], inflected: bool) -> str:
+    """``words`` after the main verb, with verbs coordinated to it ("… and optionally extracts …") in its base form
+    when it was inflected ("Fetches" → "fetch"), up to a relative clause, whose verbs keep their form."""
+    out: list[str] = []
+    coordinated = False
+    for word in words:
+        lower = word.lower()
+        if lower in _RELATIVE:
+            inflected = False
+        base = base_verb(word) if inflected and coordinated else None
+        out.append(base if base is not None and base != lower else word)
+        if lower in ("and", "or"):
+            coordinated = True
+        elif not re.fullmatch(r"[a-z]+ly", lower):
+            coordinated = False
+    return " ".join(out)
+
+
+def _derived_use(tool: UpstreamTool, first: str, label: str, server: str) -> str:
+    """A plain "Use it when …" sentence from the first sentence's verb and object, else from the tool's name."""
+    text = _BOLD.sub(r"\1", first).replace("`", "").strip()
+    text = LEAD_IN.sub("", re.sub(r"^[^|]{1,30}\|\s*", "", text))  # "Notion | Delete a block"
+    words = text.split()
+    while words and re.fullmatch(r"[A-Za-z]+ly", words[0]):  # "Recursively search …"
+        words = words[1:]
+    verb = base_verb(words[0]) if words else None
+    if verb is not None:
+        rest = _OBJECT_END.split(" ".join(words[1:]), maxsplit=1)[0].strip().rstrip(".,")
+        rest = _DANGLING.sub("", rest)  # "… a file or directory including" (the list followed)
+        parameters = tuple(tool.input_schema.get("properties", {}))
+        if rest and len(rest.split()) <= _OBJECT_MAX_WORDS and not _mentions_parameter(rest, parameters):
+            if verb in _WANTS_OBJECT:
+                return f"Use it when you need {rest}."
+            phrase = _verb_phrase(rest.split(), inflected=words[0].lower() != verb)
+            return f"Use it when you need to {verb} {phrase}."
+    named = name_words(tool.name)
+    while named and base_verb(named[0]) is None:  # "browser_stop_recording", "API-delete-a-block"
+        named = named[1:]
+    if len(named) > 1:
+        return f"Use it when you need to {' '.join(named)}."
+    where = f" of the {server} server" if server else ""
+    return f"Use it when you need the {label} tool{where}."

@@ -1,0 +1,110 @@
+"""The folder an import writes to: loading what is there, the import state, and writing files all at once.
+
+What the importers wrote last time is recorded in ``<folder>/.import-state.json``: per tool doc, its origin, its
+group and a hash of the brief and of the full text as written (see :mod:`.plan`), and per mode a hash of its file
+and of what it was made from (see :mod:`.roomodes`). Files are written to a staging folder and moved into place
+only when everything is valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.registry import Registry, load_registry
+from ..errors import ImporterError, LoadError
+
+STATE_FILE = ".import-state.json"
+STATE_VERSION = 1
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_output_folder(out: Path) -> Registry | None:
+    """The registry already in an import's output folder (``None`` if the folder does not exist yet)."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        raise ImporterError(f"{out}: the output path exists and is not a folder")
+    try:
+        return load_registry(out)
+    except LoadError as exc:
+        raise ImporterError(f"the output folder does not load: {exc.summary()}") from None
+
+
+def empty_state() -> dict[str, Any]:
+    return {"version": STATE_VERSION, "tools": {}, "modes": {}}
+
+
+def read_state(out: Path) -> dict[str, Any]:
+    """What the importers wrote into ``out`` last time (see the module docstring)."""
+    path = out / STATE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return empty_state()
+    except (OSError, ValueError) as exc:
+        raise ImporterError(f"{path}: unreadable import state: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        raise ImporterError(f"{path}: unknown import state version; remove the file to treat every doc as edited")
+    data.setdefault("tools", {})
+    data.setdefault("modes", {})
+    return data
+
+
+def state_text(state: Mapping[str, Any]) -> str:
+    """The import state file's text."""
+    return json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+
+
+def files_summary(files: Mapping[str, str], out: Path, *, dry_run: bool) -> str:
+    """The last line of an import report: how many files were (or would be) written."""
+    written = [p for p in files if p != STATE_FILE]
+    if dry_run:
+        return f"dry run: would write {len(written)} file(s) to {out}; nothing written"
+    return f"wrote {len(written)} file(s) to {out}"
+
+
+def write_files(out: Path, files: Mapping[str, str]) -> None:
+    """Write ``files`` (relative path → text) under ``out`` via a staging folder, then move them into place.
+
+    A new ``out`` appears whole in one rename; into an existing one, each file is replaced atomically.
+    """
+    if not files:
+        return
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = out.parent / f".{out.name}.import-{secrets.token_hex(4)}"
+        staging.mkdir()  # not mkdtemp: the folder becomes `out`, so it gets the usual permissions
+        try:
+            _write_tree(staging, files)
+            staging.rename(out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return
+    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
+    try:
+        _write_tree(staging, files)
+        for relative in files:
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / relative, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_tree(root: Path, files: Mapping[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,68 @@
+"""Writing imported docs as YAML a person can read and edit: keys in a fixed order, multi-line text as block
+scalars, no line wrapping, and a quarantined doc's file opening with a comment that says why and how to clear it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from ..core.docs import ToolDoc
+from ..errors import ImporterError
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+_KEY_ORDER = (
+    "name",
+    "group",
+    "quarantine",
+    "brief_source",
+    "origin",
+    "brief",
+    "full",
+    "input_schema",
+    "queries",
+    "hint",
+)
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """Readable YAML: keys in the given order, multi-line text as block scalars, no line wrapping."""
+    return yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000)
+
+
+def quarantine_comment(rules: Sequence[str]) -> str:
+    """The comment a quarantined doc's YAML file starts with: why, and how a person clears it."""
+    return (
+        f"# QUARANTINED by prompt-composer import: the security lint flagged text that addresses the model\n"
+        f"# ({', '.join(rules)}). No mode allows this tool until a person clears it:\n"
+        "#   1. see each finding with its line: prompt-composer --docs <this folder> audit --security\n"
+        "#   2. read the brief, the full text and every description and enum value of the input schema;\n"
+        "#      delete what gives the model orders rather than describing the tool (or judge it harmless);\n"
+        "#   3. delete the `quarantine:` key below (and this comment).\n"
+        "# Re-imports keep it cleared while the upstream text stays the same; new text is checked again.\n"
+    )
+
+
+def doc_yaml(doc: ToolDoc) -> str:
+    """The YAML file of ``doc``, checked to load back as the same doc."""
+    data = doc.model_dump(mode="json", exclude_defaults=True)
+    ordered = {key: data[key] for key in _KEY_ORDER if key in data}
+    text = dump_yaml(ordered)
+    if doc.quarantine:
+        text = quarantine_comment(doc.quarantine) + text
+    if ToolDoc.model_validate(yaml.safe_load(text)) != doc:  # never write what would not load back the same
+        raise ImporterError(f"tool {doc.name!r}: its YAML does not round-trip; please report this")
+    return text

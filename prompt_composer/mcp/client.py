@@ -1,0 +1,146 @@
+"""Starting an MCP client for a server, and listing the server's tools.
+
+A :class:`ServerSpec` says how to reach a server: a command started over stdio (with its arguments, extra
+environment and working folder), or the URL of a Streamable HTTP server (with extra headers).
+:func:`open_client` starts a client session for a spec; the upstream connections
+(:class:`prompt_composer.mcp.upstreams.Upstreams`) hold one per server, and :func:`list_server_tools` (what the
+MCP importer calls) starts one, lists every tool and stops it.
+
+Needs the optional ``mcp`` SDK (``pip install 'prompt-composer[mcp]'``); it is imported on first use, so this
+module loads without it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+_MAX_PAGES = 1000  # tools/list pages followed, so a server that never stops paging cannot hold the import
+
+
+class ServerSpec(BaseModel):
+    """One entry of ``mcpServers``: a command to start over stdio, or the URL of a Streamable HTTP server.
+
+    Keys other clients keep beside these (``type``, ``disabled``, ``alwaysAllow``, ``timeout``…) are ignored,
+    as those clients ignore each other's; a known key with a wrong type is an error."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    command: str | None = Field(default=None, min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    disabled: bool = False
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError('give either "command" (a server started over stdio) or "url" (Streamable HTTP)')
+        return self
+
+    def describe(self) -> str:
+        return self.url if self.url is not None else " ".join((self.command or "", *self.args))
+
+
+def sdk_installed() -> bool:
+    """Whether the ``mcp`` SDK this module starts clients with can be imported."""
+    try:
+        import anyio  # noqa: F401
+        from mcp import Client, StdioServerParameters, stdio_client  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def open_client(spec: ServerSpec, *, errlog: TextIO | None = None) -> AsyncIterator[Any]:
+    """A started, initialized MCP client session for ``spec`` (the SDK's ``Client``), stopped on exit.
+
+    A stdio server inherits this process's environment (plus ``spec.env``); its stderr goes to ``errlog`` when
+    given, else where the SDK sends it.
+    """
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    target: Any
+    async with AsyncExitStack() as stack:
+        if spec.url is not None:
+            if spec.headers:
+                import httpx2
+                from mcp.client.streamable_http import streamable_http_client
+
+                http = await stack.enter_async_context(httpx2.AsyncClient(headers=spec.headers))
+                target = _Transport(streamable_http_client(spec.url, http_client=http))
+            else:
+                target = spec.url
+        else:
+            assert spec.command is not None
+            target = StdioServerParameters(
+                command=spec.command, args=list(spec.args), env={**os.environ, **spec.env}, cwd=spec.cwd
+            )
+            if errlog is not None:
+                target = stdio_client(target, errlog=errlog)
+        client = await stack.enter_async_context(Client(target, cache=None))
+        yield client
+
+
+class _Transport:
+    """Adapts an SDK transport context manager to ``Client``'s Transport protocol."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    async def __aenter__(self) -> Any:
+        return await self._context.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._context.__aexit__(*exc)
+
+
+@dataclass(frozen=True)
+class ServerTools:
+    """What a server says about itself (``initialize`` → ``serverInfo``) and its tools, as ``tools/list`` JSON."""
+
+    name: str | None
+    version: str | None
+    tools: tuple[dict[str, Any], ...]
+
+
+async def _all_tools(client: Any) -> list[Any]:
+    """Every tool the server lists, following ``nextCursor`` until it ends or repeats."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return tools
+
+
+def list_server_tools(spec: ServerSpec, *, timeout: float, errlog: TextIO | None = None) -> ServerTools:
+    """Start the server of ``spec``, list every tool, and stop it; ``timeout`` bounds all of it together.
+
+    Raises what the SDK raises: ``TimeoutError`` past the timeout, ``OSError`` when the command cannot be
+    started, and others (often in exception groups) when the server fails or answers badly.
+    """
+    import anyio
+
+    async def run() -> ServerTools:
+        with anyio.fail_after(timeout):
+            async with open_client(spec, errlog=errlog) as client:
+                info = client.server_info
+                tools = await _all_tools(client)
+        raw = tuple(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools)
+        return ServerTools(info.name if info is not None else None, info.version if info is not None else None, raw)
+
+    return anyio.run(run)

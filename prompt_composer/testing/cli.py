@@ -1,0 +1,94 @@
+"""The test server's command line: serve a scripted JSON file, or the demo script, until it is played out.
+
+Command line (used by the README example)::
+
+    python -m prompt_composer.testing --script FILE.json [--port N] [--linger S]
+    python -m prompt_composer.testing --demo
+
+prints ``READY http://127.0.0.1:PORT`` and serves until killed, or until the
+script has been played out and ``--linger`` seconds (default 1) have passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .replies import Reply, ToolCall, Usage, error_reply, text_reply, tool_use_reply
+from .server import ScriptedMessagesServer
+
+
+def _demo_script() -> list[Reply]:
+    return [
+        tool_use_reply(("list_files", {"path": "."}), text="Let me look at the directory first."),
+        tool_use_reply(("read_file", {"path": "README.md"})),
+        text_reply("I listed the directory and read README.md. (This is a scripted demo answer.)"),
+    ]
+
+
+def _parse_reply(item: Any) -> Reply:
+    if not isinstance(item, dict):
+        raise ValueError(f"each reply must be a JSON object, got {item!r}")
+    usage = Usage(**item["usage"]) if "usage" in item else None
+    if "error" in item:
+        return error_reply(int(item["error"]), item.get("type"), item.get("message"))
+    if "tool_use" in item:
+        calls: list[ToolCall] = []
+        for call in item["tool_use"]:
+            if "id" in call:
+                calls.append((str(call["id"]), str(call["name"]), dict(call.get("input", {}))))
+            else:
+                calls.append((str(call["name"]), dict(call.get("input", {}))))
+        return tool_use_reply(*calls, text=item.get("text"), usage=usage)
+    if "text" in item:
+        return text_reply(str(item["text"]), usage=usage)
+    raise ValueError(f"a reply needs 'text', 'tool_use' or 'error': {item!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m prompt_composer.testserver",
+        description=(
+            "Serve scripted replies on 127.0.0.1, as the Anthropic Messages API (/v1/messages) "
+            "and the OpenAI Chat Completions (/v1/chat/completions) and Responses (/v1/responses) APIs."
+        ),
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--script",
+        metavar="FILE.json",
+        help=(
+            'JSON list of replies: {"text"} | {"tool_use": [{"name", "input", "id"?}, ...], "text"?} '
+            '| {"error": STATUS}; text and tool_use replies may add "usage": {"input_tokens", "output_tokens", ...}'
+        ),
+    )
+    source.add_argument("--demo", action="store_true", help="list_files, read_file, then a final text answer")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    parser.add_argument(
+        "--linger", type=float, default=1.0, help="seconds to keep serving once the script is played out (default 1)"
+    )
+    args = parser.parse_args(argv)
+    if args.demo:
+        script = _demo_script()
+    else:
+        try:
+            with open(args.script, encoding="utf-8") as fh:
+                items = json.load(fh)
+            if not isinstance(items, list):
+                raise ValueError("the script must be a JSON list")
+            script = [_parse_reply(item) for item in items]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"bad script {args.script}: {exc}")
+    with ScriptedMessagesServer(script, port=args.port) as server:
+        print(f"READY {server.base_url}", flush=True)
+        try:
+            if not script:
+                server._drained.set()
+            server._drained.wait()
+            threading.Event().wait(max(0.0, args.linger))
+        except KeyboardInterrupt:
+            pass
+    return 0

@@ -1,0 +1,230 @@
+"""How the test server writes a scripted reply on the wire: the Messages API's server-sent events, and the
+OpenAI Chat Completions and Responses bodies, chunks and errors.
+
+The shapes follow the real APIs closely enough for the ``anthropic`` and ``openai`` SDKs to parse them; every
+value is derived from the :class:`~.replies.Reply` and the ids the server hands in, so output is reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .replies import Reply
+
+# Stop reasons without a Chat Completions counterpart (pause_turn, refusal, ...) become "stop".
+_FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+# A fixed ``created`` / ``created_at`` keeps OpenAI-format responses reproducible.
+_CREATED = 1_700_000_000
+
+
+# --------------------------------------------------------------------------- Anthropic SSE
+
+
+def _chunks(text: str, parts: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse_events(reply: Reply, *, msg_id: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``(event, data)`` pairs the real API streams for ``reply``.
+
+    ``message_start`` carries the message with empty content and the scripted
+    input/cache token counts with ``output_tokens`` ``min(1, N)``; then a
+    ``ping``; per block ``content_block_start`` (text ``""`` / tool ``input: {}``),
+    ``text_delta`` chunks or ``input_json_delta`` pieces (the first one ``""``,
+    as the API does), ``content_block_stop``; then ``message_delta`` whose
+    ``usage`` holds the cumulative totals (all four counts, so the SDK's
+    accumulator ends with exactly the scripted usage) and ``message_stop``.
+    """
+    usage = reply.usage.to_dict()
+    start = reply.message(msg_id=msg_id, model=model)
+    start.update(content=[], stop_reason=None, usage={**usage, "output_tokens": min(1, reply.usage.output_tokens)})
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(reply.content):
+        btype = block.get("type")
+        if btype == "text":
+            first: dict[str, Any] = {**block, "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(str(block["text"]), 2)]
+        elif btype == "tool_use":
+            first = {**block, "input": {}}
+            pieces = ["", *_chunks(json.dumps(block.get("input", {})), 3)]
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        else:
+            first, deltas = dict(block), []
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": first}
+        for delta in deltas:
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+            "usage": usage,
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+def sse_frames(events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[bytes]:
+    """The events as written on the wire: an ``event:`` and a ``data:`` line each, then a blank line."""
+    return (f"event: {event}\ndata: {json.dumps(data)}\n\n".encode() for event, data in events)
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def chat_finish_reason(stop_reason: str | None) -> str:
+    """A Messages ``stop_reason`` as a Chat Completions ``finish_reason``."""
+    return _FINISH_REASONS.get(stop_reason or "", "stop")
+
+
+def chat_tool_calls(content: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``tool_use`` blocks of ``content`` as Chat Completions ``tool_calls``."""
+    return [
+        {
+            "id": str(block["id"]),
+            "type": "function",
+            "function": {"name": str(block["name"]), "arguments": json.dumps(block.get("input", {}))},
+        }
+        for block in content
+        if block.get("type") == "tool_use"
+    ]
+
+
+def chat_completion_body(reply: Reply, *, completion_id: str, model: str) -> dict[str, Any]:
+    """The full Chat Completions response body for ``reply``."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None, "annotations": []}
+    calls = reply.tool_calls()
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": _CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+        "usage": reply.usage.chat_usage(),
+        "system_fingerprint": None,
+    }
+
+
+def chat_completion_chunks(
+    reply: Reply, *, completion_id: str, model: str, include_usage: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects the real API streams for ``reply``
+    (each sent as a ``data:`` line; ``data: [DONE]`` follows them).
+
+    First a chunk whose delta is ``{"role": "assistant", "content": ""}``
+    (``content`` ``null`` when the reply has no text, so the accumulated message
+    matches the non-streamed one); then the text in content deltas (two pieces
+    when it is at least two characters long); per tool call a delta carrying
+    ``index``, ``id``, ``type``, ``function.name`` and ``arguments`` ``""``, then
+    argument pieces carrying only ``index`` and ``function.arguments``; then an
+    empty delta with the ``finish_reason``.  With ``include_usage`` every chunk
+    has ``"usage": null`` and a last chunk with ``choices: []`` holds the usage.
+    """
+    head: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": _CREATED,
+        "model": model,
+        "system_fingerprint": None,
+    }
+    if include_usage:
+        head["usage"] = None
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**head, "choices": [choice]}
+
+    text = reply.text
+    yield chunk({"role": "assistant", "content": None if text is None else "", "refusal": None})
+    for piece in _chunks(text or "", 2):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls()):
+        function = call["function"]
+        start = {"index": index, "id": call["id"], "type": "function"}
+        yield chunk({"tool_calls": [{**start, "function": {"name": function["name"], "arguments": ""}}]})
+        for piece in _chunks(function["arguments"], 3):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        yield {**head, "choices": [], "usage": reply.usage.chat_usage()}
+
+
+def chunk_frames(chunks: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """The chunks as written on the wire: a ``data:`` line each, then ``data: [DONE]``."""
+    frames = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+    return itertools.chain(frames, [b"data: [DONE]\n\n"])
+
+
+def _response_output(reply: Reply, *, suffix: str, status: str) -> list[dict[str, Any]]:
+    """A Responses ``output``: a ``message`` item when there is text, then one ``function_call`` per tool call."""
+    output: list[dict[str, Any]] = []
+    text = reply.text
+    if text is not None:
+        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        output.append(
+            {"type": "message", "id": f"msg_{suffix}", "role": "assistant", "status": status, "content": [part]}
+        )
+    for number, call in enumerate(reply.tool_calls(), start=1):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{suffix}_{number}",
+                "call_id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+                "status": "completed",
+            }
+        )
+    return output
+
+
+def response_body(
+    reply: Reply, *, response_id: str, model: str, request: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The full Responses API body for ``reply``; ``request`` supplies the
+    echoed settings (``tools``, ``tool_choice``, ``instructions``, ...).  Item
+    ids share ``response_id``'s suffix: ``msg_<suffix>``, ``fc_<suffix>_<n>``."""
+    request = request or {}
+    incomplete = reply.stop_reason == "max_tokens"
+    status = "incomplete" if incomplete else "completed"
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": _CREATED,
+        "status": status,
+        "completed_at": None if incomplete else _CREATED,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "instructions": request.get("instructions"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "model": model,
+        "output": _response_output(reply, suffix=response_id.removeprefix("resp_"), status=status),
+        "parallel_tool_calls": request.get("parallel_tool_calls") is not False,
+        "previous_response_id": request.get("previous_response_id"),
+        "reasoning": {"effort": None, "summary": None},
+        "temperature": request.get("temperature", 1.0),
+        "text": {"format": {"type": "text"}},
+        "tool_choice": request.get("tool_choice") or "auto",
+        "tools": request.get("tools") or [],
+        "top_p": request.get("top_p", 1.0),
+        "truncation": "disabled",
+        "usage": reply.usage.responses_usage(),
+        "user": None,
+        "metadata": request.get("metadata") or {},
+    }
+
+
+def openai_error(etype: str, message: str, param: str | None = None) -> dict[str, Any]:
+    """An error body in OpenAI's shape."""
+    return {"error": {"message": message, "type": etype, "param": param, "code": None}}
