@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 from ..errors import LoadError, PromptComposerError
 from ..shared.version import VERSION as __version__
-from . import _common as core
 from . import agent, bench, discovery, gateway, interop, local, stats, tune
+from . import registry
 
 __all__ = ["main"]
 
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (core, interop, agent, bench, discovery, gateway, local, stats, tune)
+COMMAND_MODULES = (registry, interop, agent, bench, discovery, gateway, local, stats, tune)
 
 # The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
 REGISTRY_COMMANDS = frozenset(

@@ -1,71 +1,17 @@
-"""Core subcommands: validate, modes, tools, compose, fetch, audit."""
+"""What the subcommands share: reading the registry (``--docs``, ``--overlay``), ``--learn-from``, and argument
+types."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from typing import Any
 
-from ..agent.providers import PROVIDERS, tools_for
-from ..core.audit import run_audit
-from ..core.composer import Composer
-from ..core.fetch import handle_fetch
 from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
-from ..errors import UnknownToolError
 from ..learn.phrasings import load_phrasings
-from ..safety.lint import scan_registry
-from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
-from ..shared.text import plural
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("validate", help="check every tool doc and mode; list every problem")
-    p.set_defaults(handler=cmd_validate)
-
-    p = sub.add_parser("modes", help="list the modes")
-    p.set_defaults(handler=cmd_modes)
-
-    p = sub.add_parser("tools", help="list the tools (of one mode with --mode)")
-    p.add_argument("--mode", help="only the tools this mode allows")
-    p.set_defaults(handler=cmd_tools)
-
-    p = sub.add_parser("compose", help="compose a mode's system prompt and tool list")
-    p.add_argument("--mode", required=True)
-    p.add_argument("--recent", default="", help="comma-separated tool uses, oldest first, replayed into the FIFO")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument(
-        "--provider", choices=PROVIDERS, default="anthropic", help="native tool definitions in this API's format"
-    )
-    p.set_defaults(handler=cmd_compose)
-
-    p = sub.add_parser("fetch", help="print a tool's full description, as fetch_tool_description answers it")
-    p.add_argument("name")
-    p.add_argument("--mode", required=True)
-    p.set_defaults(handler=cmd_fetch)
-
-    p = sub.add_parser(
-        "audit", help="token counts per mode and tool against the budgets; --security: the tool-poisoning lint"
-    )
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
-    p.add_argument("--check", action="store_true", help="exit 1 if any mode's worst case is over its budget")
-    p.add_argument(
-        "--security",
-        action="store_true",
-        help="lint every tool doc for text that addresses the model (path:line per finding); "
-        "exit 1 on a finding at --fail-on or above",
-    )
-    p.add_argument(
-        "--fail-on",
-        choices=SEVERITIES,
-        default=QUARANTINE_SEVERITY,
-        help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
-    )
-    p.set_defaults(handler=cmd_audit)
 
 
 def positive_int(text: str) -> int:
@@ -104,105 +50,3 @@ def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | Non
     if not args.learn_from:
         return None
     return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    registry = registry_of(args)
-    counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
-    held = sum(1 for doc in registry.tools.values() if doc.quarantined)
-    if held:
-        counts += f"; {held} quarantined, in no mode (see audit --security)"
-    print(f"ok: {counts} (fingerprint {registry.fingerprint})")
-    return 0
-
-
-def cmd_modes(args: argparse.Namespace) -> int:
-    registry = registry_of(args)
-    for mode in registry.modes.values():
-        c = mode.config
-        print(
-            f"{c.slug}\t{c.name}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
-            f"recent {c.recent_size}, budget {c.budget_tokens}, {c.tool_style}"
-        )
-    return 0
-
-
-def cmd_tools(args: argparse.Namespace) -> int:
-    registry = registry_of(args)
-    names = registry.mode(args.mode).allowed if args.mode else tuple(registry.tools)
-    for name in names:
-        doc = registry.tools[name]
-        # A quarantined tool is in no mode; say so where it is listed (see `audit --security`).
-        mark = f"\tQUARANTINED ({', '.join(doc.quarantine)})" if doc.quarantined else ""
-        print(f"{name}\t{doc.group}\t{doc.brief}{mark}")
-    return 0
-
-
-def cmd_compose(args: argparse.Namespace) -> int:
-    registry = registry_of(args)
-    mode = registry.mode(args.mode)
-    recent = [n.strip() for n in args.recent.split(",") if n.strip()]
-    for name in recent:
-        if name not in registry.tools:
-            raise UnknownToolError(name, list(registry.tools))
-    prompt = Composer(registry).compose(mode, recent=recent)
-    tools = tools_for(args.provider, prompt.tools)
-    if args.format == "json":
-        print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
-        return 0
-    print(prompt.system)
-    if tools:
-        print(f"\n==== TOOLS (native definitions, {args.provider} format)\n")
-        print(json.dumps(tools, indent=2, ensure_ascii=False))
-    t = prompt.tokens
-    print(
-        f"\n# mode {prompt.mode}: {len(prompt.full)} full, {len(prompt.brief)} brief; "
-        f"tokens system {t.system} + tools {t.tools} = {t.total}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def cmd_fetch(args: argparse.Namespace) -> int:
-    registry = registry_of(args)
-    result = handle_fetch(registry, registry.mode(args.mode), {"name": args.name})
-    if result.is_error:
-        print(result.content, file=sys.stderr)
-        return 1
-    print(result.content)
-    return 0
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    if args.security:
-        return cmd_audit_security(args)
-    report = run_audit(Composer(registry_of(args)))
-    if args.format == "json":
-        print(report.to_json())
-    elif args.format == "markdown":
-        print(report.to_markdown())
-    else:
-        print(report.to_table())
-    for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.check and report.over_budget:
-        for m in report.over_budget:
-            print(
-                f"error: mode {m.mode!r} worst case {m.worst_tokens} tokens is over its budget {m.budget_tokens}",
-                file=sys.stderr,
-            )
-        return 1
-    return 0
-
-
-def cmd_audit_security(args: argparse.Namespace) -> int:
-    """``audit --security``: every finding of the tool-poisoning lint as ``path:line: severity [rule] tool field:
-    excerpt``; exit 1 when one is at ``--fail-on`` or above, 0 otherwise."""
-    report = scan_registry(registry_of(args))
-    if args.format == "json":
-        print(report.to_json(args.fail_on))
-    elif args.format == "markdown":
-        print(report.to_markdown(args.fail_on))
-    else:
-        print("\n".join(report.to_lines(args.fail_on)))
-    return 1 if report.failing(args.fail_on) else 0
