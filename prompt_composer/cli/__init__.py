@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from ..errors import LoadError, PromptComposerError
 from ..shared.version import VERSION as __version__
-from . import agent, bench, discovery, gateway, interop, local, stats, tune
-from . import registry
+from . import agent, bench, discovery, gateway, interop, local, registry, stats, tune
 
 __all__ = ["main"]
 
