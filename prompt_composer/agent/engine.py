@@ -75,9 +75,10 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..core.access import not_in_mode
 from ..core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.composer import ComposedPrompt
-from ..core.fetch import FetchResult, closest_names, handle_fetch
+from ..core.fetch import FetchResult, handle_fetch
 from ..core.promotion import inline_text
 from ..core.session import TaskSession
 from ..discovery.tools import CallResult, SearchToolResult, check_call, handle_tool_search, search_fields
@@ -283,14 +284,8 @@ class Loop:
             error = found.content if found.is_error else None
             return self._record(call, iteration, found.content, error, 0.0, "error" if found.is_error else "ok")
         if call.name not in self.caller_tools and not mode.allows(call.name):
-            if call.name in self.state.registry.tools:
-                hint = ", ".join(closest_names(call.name, mode.allowed))
-                reason = f"tool {call.name!r} is not available in mode {mode.slug!r}; it was not run"
-                text = f"Error: {reason}. Tools of this mode, closest first: {hint}."
-            else:
-                reason = f"there is no tool named {call.name!r}; nothing was run"
-                text = f"Error: {reason}. Tools of this mode: {', '.join(mode.allowed)}."
-            return self._refused(call, iteration, text, reason)
+            text = not_in_mode(call.name, mode, consequence="Nothing was run.")
+            return self._refused(call, iteration, text, text.removeprefix("Error: "))
         doc = self.state.registry.tools.get(call.name)
         if doc is not None and call.name not in self.caller_tools:
             refusal = mode.check_paths(doc, call.input)

@@ -47,7 +47,11 @@ def register(sub: Any) -> None:
         "audit", help="token counts per mode and tool against the budgets; --security: the tool-poisoning lint"
     )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
-    p.add_argument("--check", action="store_true", help="exit 1 if any mode's worst case is over its budget")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if any mode's worst case is over its budget, or a text it shows names a tool it does not allow",
+    )
     p.add_argument(
         "--security",
         action="store_true",
@@ -142,11 +146,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(report.to_table())
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.check and report.over_budget:
+    if args.check and (report.over_budget or report.unclean):
         for m in report.over_budget:
             print(
                 f"error: mode {m.mode!r} worst case {m.worst_tokens} tokens is over its budget {m.budget_tokens}",
                 file=sys.stderr,
+            )
+        for m in report.unclean:
+            print(
+                f"error: mode {m.mode!r} shows text naming tools it does not allow (the warnings say where)", file=sys.stderr
             )
         return 1
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 from ..shared.text import table
 from .composer import Composer
 from .docs import ToolDoc, count_words
+from .mentions import foreign_mentions
 from .modes import Mode
 from .session import DEFAULT_DISCOVERED
 
@@ -25,6 +26,9 @@ class ModeAudit:
     worst_tokens: int  # FIFO filled with the mode's largest non-permanent tools
     worst_recent: tuple[str, ...]
     budget_tokens: int
+    # Texts shown in the mode that name a tool it does not allow (see mentions.py): the model is told to call a
+    # tool it cannot call.
+    foreign_mentions: tuple[str, ...] = ()
 
     @property
     def saving(self) -> float:
@@ -38,6 +42,7 @@ class ModeAudit:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["worst_recent"] = list(self.worst_recent)
+        data["foreign_mentions"] = list(self.foreign_mentions)
         data["saving"] = round(self.saving, 4)
         data["within_budget"] = self.within_budget
         return data
@@ -66,6 +71,11 @@ class AuditReport:
     @property
     def over_budget(self) -> tuple[ModeAudit, ...]:
         return tuple(m for m in self.modes if not m.within_budget)
+
+    @property
+    def unclean(self) -> tuple[ModeAudit, ...]:
+        """The modes whose shown texts name a tool they do not allow."""
+        return tuple(m for m in self.modes if m.foreign_mentions)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +151,7 @@ def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]
         worst_tokens=worst,
         worst_recent=worst_recent,
         budget_tokens=mode.config.budget_tokens,
+        foreign_mentions=tuple(str(m) for m in foreign_mentions(composer, mode)),
     )
 
 
@@ -153,6 +164,7 @@ def run_audit(composer: Composer) -> AuditReport:
         mentioned = brief_parameter_mentions(doc)
         if mentioned:
             warnings.append(f"{name}: brief names parameters ({', '.join(mentioned)}); keep those for the full form")
+    warnings += [mention for mode in modes for mention in mode.foreign_mentions]
     return AuditReport(registry.fingerprint, modes, tuple(tool_audits.values()), tuple(warnings))
 
 

@@ -393,6 +393,7 @@ class Composer:
             # The groups of the tools the mode allows (not only its ``groups``: ``include`` adds tools by name),
             # so rules and guidelines say only what holds in this mode (no shell advice without a shell).
             "tool_groups": frozenset(self.registry.tools[n].group for n in mode.allowed),
+            "allowed_tools": frozenset(mode.allowed),
             "style": style,
             "fetch_available": include_fetch,
             # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.

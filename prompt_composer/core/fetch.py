@@ -7,12 +7,12 @@ suggests the closest allowed names, and never contains the refused tool's text.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .access import not_in_mode
 from .builtins import FETCH_TOOL_NAME
 from .docs import ToolDoc
 from .modes import Mode
@@ -26,15 +26,6 @@ def fetch_tool_doc(doc: ToolDoc) -> str:
     """A fetch result: the full description, then the input schema as JSON."""
     schema = json.dumps(doc.input_schema, ensure_ascii=False, indent=2)
     return f"{doc.full}\n\nInput schema (JSON):\n{schema}"
-
-
-def closest_names(name: str, candidates: tuple[str, ...], *, limit: int = 5) -> list[str]:
-    """Allowed names close to ``name``; falls back to the first few candidates so there is always a hint."""
-    matches = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.5)
-    if not matches:
-        lowered = name.lower()
-        matches = [c for c in candidates if lowered and (lowered in c.lower() or c.lower() in lowered)][:limit]
-    return matches or list(candidates[:limit])
 
 
 @dataclass(frozen=True)
@@ -69,17 +60,7 @@ def handle_fetch(
         )
     name = raw.strip()
     if not mode.allows(name):
-        reason = (
-            f"there is no tool named {name!r}"
-            if name not in registry.tools
-            else f"tool {name!r} is not available in mode {mode.slug!r}"
-        )
-        suggestions = ", ".join(closest_names(name, mode.allowed))
-        return FetchResult(
-            tool=name,
-            content=f"Error: {reason}. Tools of this mode you can fetch, closest first: {suggestions}.",
-            is_error=True,
-        )
+        return FetchResult(tool=name, content=not_in_mode(name, mode), is_error=True)
     if promote and session is not None:
         session.record_use(name)
     return FetchResult(tool=name, content=fetch_tool_doc(registry.tools[name]), is_error=False)

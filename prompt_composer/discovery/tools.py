@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.access import not_in_mode
 from ..core.builtins import CALL_TOOL_NAME, DEFAULT_LIMIT, FETCH_TOOL_NAME, MAX_LIMIT, TOOL_SEARCH_NAME
-from ..core.fetch import closest_names
 from ..core.modes import Mode
 from ..core.schema import validate_arguments
 
@@ -149,13 +149,7 @@ def check_call(
         return CallResult("", needs, is_error=True)
     name = name.strip()
     if not mode.allows(name):
-        suggestions = ", ".join(closest_names(name, mode.allowed))
-        return CallResult(
-            name,
-            f"Error: there is no tool {name!r} in mode {mode.slug!r}. Tools of this mode, closest first: "
-            f"{suggestions}. Nothing was run.",
-            is_error=True,
-        )
+        return CallResult(name, not_in_mode(name, mode, consequence="Nothing was run."), is_error=True)
     arguments = tool_input.get("arguments", {})
     if isinstance(arguments, str):  # some models send the object as a JSON string
         with contextlib.suppress(json.JSONDecodeError):

@@ -289,7 +289,7 @@ def test_fetch_is_answered_by_the_middleware_and_refuses_other_modes_tools() -> 
     assert results[0]["content"][0]["text"] == fetch_tool_doc(REG.tools["gamma"])
     assert "is_error" not in results[0]
     assert results[1]["is_error"] is True
-    assert "not available in mode 'work'" in results[1]["content"][0]["text"]
+    assert "there is no tool 'delta' in mode 'work'" in results[1]["content"][0]["text"]
     assert REG.tools["delta"].full not in results[1]["content"][0]["text"]
     # gamma's text is already in the conversation (fetched): inline does not append it again
     gamma_result = bodies(server)[2]["messages"][-1]["content"][0]
@@ -365,8 +365,12 @@ def test_disallowed_unknown_and_executorless_tools_are_refused_without_running()
         result = pc.run("go", model=MODEL, executors=executors)
     assert ran == []
     texts = [r["content"][0]["text"] for r in bodies(server)[1]["messages"][-1]["content"]]
-    assert texts[0].startswith("Error: tool 'delta' is not available in mode 'work'; it was not run.")
-    assert texts[1].startswith("Error: there is no tool named 'nope'; nothing was run.")
+    assert texts[0].startswith("Error: there is no tool 'delta' in mode 'work'.") and texts[0].endswith(
+        "Nothing was run."
+    )
+    assert texts[1].startswith("Error: there is no tool 'nope' in mode 'work'.") and texts[1].endswith(
+        "Nothing was run."
+    )
     assert texts[2] == "Error: tool 'gamma' has no executor here; it was not run."
     assert all(c.is_error for c in result.tool_calls)
     assert pc.session.history() == ()

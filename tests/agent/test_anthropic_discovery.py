@@ -213,7 +213,7 @@ def test_a_tool_outside_the_mode_is_never_found_listed_or_run() -> None:
         assert not any(word in text for word in ("Rotate", "TOP SECRET", "cluster", "admin"))
     assert ran == []
     refused = result.tool_calls[2]
-    assert refused.is_error and "not available in mode 'disco'" in refused.output
+    assert refused.is_error and "in mode 'disco'" in refused.output
     assert "TOP SECRET" not in refused.output
 
 
@@ -225,7 +225,7 @@ def test_tool_search_outside_a_discovery_mode_is_an_unknown_tool() -> None:
     first, second = bodies(server)
     assert TOOL_SEARCH_NAME not in names(first) and names(second) == names(first)
     text, is_error = results(second)["s1"]
-    assert is_error and "there is no tool named 'tool_search'" in text
+    assert is_error and "there is no tool 'tool_search' in mode 'plain'" in text
     assert result.tool_calls[0].error is not None
     assert pc.session.discovered() == ()
     assert pc.answer_tool_search({"query": "run the tests"}).is_error
@@ -390,7 +390,7 @@ def test_without_call_tool_it_is_an_unknown_tool_and_a_callers_own_call_tool_win
         wrapped(client, "plain").run("go", model=MODEL, executors=executors)
     assert CALL_TOOL_NAME not in names(bodies(server)[0])
     text, is_error = results(bodies(server)[1])["c1"]
-    assert is_error and "no tool named 'call_tool'" in text and ran == []
+    assert is_error and "there is no tool 'call_tool' in mode 'plain'" in text and ran == []
 
     mine = {"name": CALL_TOOL_NAME, "description": "Mine.", "input_schema": {"type": "object"}}
     with served(script) as (server, client):

@@ -230,10 +230,8 @@ def test_disallowed_unknown_restricted_and_executorless_calls_are_refused_withou
         result = pc.run("go", model=MODEL, executors=executors)
     assert ran == []
     texts = [b["text"] for b in last_user(bodies(server)[1])]
-    assert texts[0].startswith(
-        "tool_result name=delta error\nError: tool 'delta' is not available in mode 'work'; it was not run."
-    )
-    assert texts[1].startswith("tool_result name=nope error\nError: there is no tool named 'nope'; nothing was run.")
+    assert texts[0].startswith("tool_result name=delta error\nError: there is no tool 'delta' in mode 'work'.")
+    assert texts[1].startswith("tool_result name=nope error\nError: there is no tool 'nope' in mode 'work'.")
     assert texts[2].startswith("tool_result name=beta error\nError:")
     assert "x.py" in texts[2]
     assert texts[3] == "tool_result name=gamma error\nError: tool 'gamma' has no executor here; it was not run."
@@ -311,7 +309,7 @@ def test_fetch_is_answered_by_the_middleware_and_refuses_other_modes_tools() -> 
     fetched, refused = last_user(bodies(server)[1])
     assert fetched == label(FETCH_TOOL_NAME, fetch_tool_doc(REG.tools["gamma"]))
     assert refused["text"].startswith(f"tool_result name={FETCH_TOOL_NAME} error\n")
-    assert "not available in mode 'work'" in refused["text"]
+    assert "there is no tool 'delta' in mode 'work'" in refused["text"]
     assert REG.tools["delta"].full not in refused["text"]
     # gamma's full text is in the conversation already: inline does not append it again
     assert last_user(bodies(server)[2]) == [label("gamma", "gamma ran on p")]
@@ -518,7 +516,7 @@ def test_cli_run_json_on_the_shipped_ask_mode(
     assert listing["text"].startswith("tool_result name=list_files ok\nREADME.md\n\n")
     assert shipped.tools["list_files"].full in listing["text"]  # brief in ask: its first result carries it once
     assert write["text"].startswith(
-        "tool_result name=write_to_file error\nError: tool 'write_to_file' is not available"
+        "tool_result name=write_to_file error\nError: there is no tool 'write_to_file' in mode 'ask'"
     )
     assert broken["text"].startswith("tool_result name=? error\nError: the tool_call block is not valid JSON")
 

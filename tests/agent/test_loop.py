@@ -121,8 +121,8 @@ def test_refusals_denials_and_executor_errors_are_error_results_and_the_loop_goe
     assert [a[0] for a in answers] == ["a", "b", "c", "d", "e"]  # one answer per call, in order
     assert [a[2] for a in answers] == [True, True, True, True, False]
     assert all(text.startswith("Error:") for _, text, error in answers if error)
-    assert "not available in mode 'code'" in answers[0][1] and "TOP SECRET" not in answers[0][1]
-    assert "no tool named 'no_such_tool'" in answers[1][1]
+    assert "there is no tool 'secret_tool' in mode 'code'" in answers[0][1] and "TOP SECRET" not in answers[0][1]
+    assert "there is no tool 'no_such_tool' in mode 'code'" in answers[1][1]
     assert "denied by the user" in answers[2][1]
     assert "disk on fire" in answers[3][1]
     assert [c.name for c in seen] == ["write_to_file", "glob", "read_file"]  # refused calls never reach approve

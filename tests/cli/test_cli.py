@@ -86,10 +86,10 @@ def test_fetch_prints_full_text_or_refuses(capsys: pytest.CaptureFixture[str]) -
     code, out, err = run(capsys, "fetch", "debug_launch", "--mode", "ask")
     assert code == 1
     assert out == ""
-    assert "not available in mode 'ask'" in err
+    assert "there is no tool 'debug_launch' in mode 'ask'" in err
     code, _, err = run(capsys, "fetch", "nonexistent_tool", "--mode", "ask")
     assert code == 1
-    assert "no tool named 'nonexistent_tool'" in err
+    assert "there is no tool 'nonexistent_tool' in mode 'ask'" in err
 
 
 def test_audit_formats(capsys: pytest.CaptureFixture[str]) -> None:

@@ -146,11 +146,19 @@ def test_user_templates_override_a_section(tmp_path: Path, mini_registry: Regist
     assert "OBJECTIVE" in default.system
 
 
+def with_use_mcp_tool(registry: Registry) -> Registry:
+    """``registry`` plus ``use_mcp_tool`` in mode code: the MCP servers section is shown only where it can be used."""
+    docs = [*registry.tools.values(), make_doc("use_mcp_tool", "mcp")]
+    code = registry.modes["code"].config.model_copy(update={"groups": (*registry.modes["code"].config.groups, "mcp")})
+    return Registry.from_docs(docs, [code, *(m.config for s, m in registry.modes.items() if s != "code")])
+
+
 def test_context_fills_optional_slots(mini_registry: Registry) -> None:
-    plain = Composer(mini_registry).compose("code").system
+    registry = with_use_mcp_tool(mini_registry)
+    plain = Composer(registry).compose("code").system
     assert "MCP SERVERS" not in plain and "SYSTEM INFORMATION" not in plain
     rich = Composer(
-        mini_registry,
+        registry,
         context={"mcp_servers": [{"name": "github", "description": "Issues and PRs"}], "system_info": {"OS": "Linux"}},
     ).compose("code")
     assert "- github: Issues and PRs" in rich.system
@@ -176,11 +184,13 @@ def test_mcp_servers_are_listed_with_their_tools(mini_registry: Registry) -> Non
                    {"name": "list_tables"}]},
         {"name": "time"},
     ]  # fmt: skip
-    system = Composer(mini_registry, context={"mcp_servers": servers}).compose("code").system
+    system = Composer(with_use_mcp_tool(mini_registry), context={"mcp_servers": servers}).compose("code").system
     assert "- db: The orders database\n" in system
     assert '  - `run_query`: Run a read-only SQL query. Input schema: `{"properties": {"sql": ' in system
     assert "  - `list_tables`\n" in system and "- time\n" in system
     assert "naming the server and the tool exactly as written here" in system
+    # A mode without use_mcp_tool is not told to call servers it cannot reach.
+    assert "MCP SERVERS" not in Composer(mini_registry, context={"mcp_servers": servers}).compose("code").system
 
 
 def test_token_counts_are_real_tiktoken_counts(mini_registry: Registry) -> None:

@@ -21,9 +21,9 @@ def test_fetch_returns_full_text_then_schema(mini_registry: Registry) -> None:
 @pytest.mark.parametrize(
     ("mode", "name", "reason"),
     [
-        ("code", "secret_tool", "tool 'secret_tool' is not available in mode 'code'"),
-        ("ask", "apply_diff", "tool 'apply_diff' is not available in mode 'ask'"),
-        ("code", "no_such_tool", "there is no tool named 'no_such_tool'"),
+        ("code", "secret_tool", "there is no tool 'secret_tool' in mode 'code'"),
+        ("ask", "apply_diff", "there is no tool 'apply_diff' in mode 'ask'"),
+        ("code", "no_such_tool", "there is no tool 'no_such_tool' in mode 'code'"),
     ],
 )
 def test_refusals_say_why_and_leak_no_text(mini_registry: Registry, mode: str, name: str, reason: str) -> None:

@@ -185,6 +185,13 @@ def test_tools_of_other_modes_are_never_fetched_or_called(docs: Path, servers: P
             assert fetched.is_error and registry.tools[foreign].full not in _text(fetched)
             called = await client.call_tool(foreign, {"program": "app.py"})
             assert called.is_error and f"no tool {foreign!r} in mode 'gw'" in _text(called)
+            # A made-up name gets the same answers, its name aside: a refusal tells nothing of what exists.
+            made_up = foreign + "x"
+            assert made_up not in registry.tools
+            fetched_twin = await client.call_tool("fetch_tool_description", {"name": made_up})
+            called_twin = await client.call_tool(made_up, {"program": "app.py"})
+            assert _text(fetched_twin).replace(made_up, "?") == _text(fetched).replace(foreign, "?")
+            assert _text(called_twin).replace(made_up, "?") == _text(called).replace(foreign, "?")
             # A tool of the mode with neither an upstream nor an executor is refused, saying why.
             unrunnable = await client.call_tool("read_file", {"path": "README.md"})
             assert unrunnable.is_error and "no executor" in _text(unrunnable)

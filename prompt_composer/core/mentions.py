@@ -1,0 +1,90 @@
+"""Mode-clean prompts: doc text shown in a mode must not name a tool the mode does not allow.
+
+A brief, a full text, a hint, a parameter description or a group's workflow that says "use search_files" tells the
+model to call a tool it cannot call, in every mode that shows that text without allowing that tool. The audit
+reports each such mention (:func:`foreign_mentions`) for the shipped docs, imported ones and the user's own.
+
+A mention is a tool's name in backticks, or written bare when the name is an identifier no prose word would be
+(it has ``_``, ``-``, a digit or an inner capital: ``search_files``, ``browser_navigate``); a bare plain word
+(``glob``) is not counted, since prose uses it for other things ("a glob pattern").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .composer import Composer
+from .modes import Mode
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@dataclass(frozen=True)
+class ForeignMention:
+    """``where`` (a doc field, a group workflow or the system prompt) shown in ``mode`` names ``tool``."""
+
+    mode: str
+    where: str
+    tool: str
+
+    def __str__(self) -> str:
+        return f"mode {self.mode!r}: {self.where} names {self.tool!r}, a tool the mode does not allow"
+
+
+def _distinctive(name: str) -> bool:
+    return any(c in name for c in "_-") or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
+
+
+def named_tools(text: str, names: Iterable[str]) -> set[str]:
+    """The tools of ``names`` that ``text`` mentions (see the module docstring)."""
+    quoted = {span.strip() for span in _CODE_SPAN.findall(text)}
+    found = set()
+    for name in names:
+        if name in quoted or (_distinctive(name) and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)):
+            found.add(name)
+    return found
+
+
+def _schema_texts(schema: Any) -> Iterator[str]:
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            if key in ("description", "title") and isinstance(value, str):
+                yield value
+            else:
+                yield from _schema_texts(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _schema_texts(item)
+
+
+def _shown_texts(composer: Composer, mode: Mode) -> Iterator[tuple[str, str]]:
+    """Every text the model may see in ``mode``: the system prompt, each allowed tool's texts (a brief tool's full
+    text is one fetch or one use away) and the workflow of each group whose tools tool_search may return."""
+    registry = composer.registry
+    yield "the system prompt", composer.compose(mode, recent=()).system
+    groups: dict[str, None] = {}
+    for name in mode.allowed:
+        doc = registry.tools[name]
+        groups[doc.group] = None
+        yield f"{name}'s brief", doc.brief
+        yield f"{name}'s full text", doc.full
+        if doc.hint:
+            yield f"{name}'s hint", doc.hint
+        for text in _schema_texts(doc.input_schema):
+            yield f"{name}'s input schema", text
+    for group in groups:
+        if group in registry.groups:
+            yield f"the {group} group's workflow", registry.groups[group].workflow
+
+
+def foreign_mentions(composer: Composer, mode: Mode) -> list[ForeignMention]:
+    """Each (text, tool) where a text shown in ``mode`` names a registry tool the mode does not allow."""
+    foreign = [name for name in composer.registry.tools if not mode.allows(name)]
+    found: dict[tuple[str, str], None] = {}
+    for where, text in _shown_texts(composer, mode):
+        for tool in sorted(named_tools(text, foreign)):
+            found[(where, tool)] = None
+    return [ForeignMention(mode.slug, where, tool) for where, tool in found]
