@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..core.composer import ComposedPrompt
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from .results import TokenUsage
 from .state import TaskState

@@ -39,7 +39,7 @@ from typing import Any, TypeVar, Unpack, cast
 import anthropic
 from anthropic.types import Message
 
-from ..core.composer import ComposedPrompt
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
 from .adapter import Answer, Call, Clock, Reply

@@ -10,10 +10,11 @@ from types import TracebackType
 from typing import Any, ClassVar, Self, Unpack
 
 from ..core.builtins import TOOL_SEARCH_NAME
-from ..core.composer import ComposedPrompt, Composer
+from ..core.composer import Composer
 from ..core.fetch import FetchResult
 from ..core.modes import Mode
 from ..core.promotion import Policy
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..discovery.tools import SearchToolResult, handle_tool_search
 from ..safety.executors import ToolExecutor

@@ -77,9 +77,9 @@ from typing import Any
 
 from ..core.access import not_in_mode
 from ..core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
-from ..core.composer import ComposedPrompt
 from ..core.fetch import FetchResult, handle_fetch
 from ..core.promotion import inline_text
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..discovery.tools import CallResult, SearchToolResult, check_call, handle_tool_search, search_fields
 from ..errors import ExecutorError

@@ -43,7 +43,7 @@ import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion
 
-from ..core.composer import ComposedPrompt
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
 from .adapter import Answer, Call, Clock, Reply

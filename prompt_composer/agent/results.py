@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.composer import ComposedPrompt
+from ..core.prompt import ComposedPrompt
 from ..errors import PromptComposerError
 
 

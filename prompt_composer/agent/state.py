@@ -10,10 +10,11 @@ from dataclasses import replace
 from typing import Any, Required, TypedDict
 
 from ..core.builtins import CALL_TOOL_NAME, call_tool_definition
-from ..core.composer import ComposedPrompt, Composer, SystemInfo
+from ..core.composer import Composer
 from ..core.live import LiveRegistry
 from ..core.modes import Mode
 from ..core.promotion import DEFAULT_POLICY, POLICIES, Policy
+from ..core.prompt import ComposedPrompt, SystemInfo
 from ..core.registry import Registry, load_registry
 from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..discovery.search import LazySearch, ToolSearch

@@ -11,8 +11,9 @@ import uuid
 from typing import Any
 
 from ..agent.providers import Sdk
-from ..core.composer import Composer, SystemInfo
+from ..core.composer import Composer
 from ..core.promotion import POLICIES
+from ..core.prompt import SystemInfo
 from ..discovery.search import ToolSearch
 from ..learn.costs import COST_MODELS
 from ..learn.events import EventLog

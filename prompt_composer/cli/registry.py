@@ -154,7 +154,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             )
         for m in report.unclean:
             print(
-                f"error: mode {m.mode!r} shows text naming tools it does not allow (the warnings say where)", file=sys.stderr
+                f"error: mode {m.mode!r} shows text naming tools it does not allow (the warnings say where)",
+                file=sys.stderr,
             )
         return 1
     return 0

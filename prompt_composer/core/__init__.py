@@ -18,12 +18,13 @@ if TYPE_CHECKING:
         fetch_tool_definition,
         tool_search_definition,
     )
-    from .composer import ComposedPrompt, Composer, SystemInfo, TokenCounts
+    from .composer import Composer
     from .docs import GroupDoc, Origin, ToolDoc
     from .fetch import FetchResult, handle_fetch
     from .live import LiveRegistry, Reload
     from .modes import FileRestriction, Mode, ModeConfig, ModeOverlay
     from .promotion import DEFAULT_POLICY, POLICIES, Policy
+    from .prompt import ComposedPrompt, SystemInfo, TokenCounts
     from .redis_store import RedisSessionStore
     from .registry import Registry, default_docs_dir, load_registry
     from .schema import strip_descriptions, validate_arguments

@@ -10,13 +10,8 @@ tool doc is printed as those characters.
 from __future__ import annotations
 
 import copy
-import datetime
-import json
-import os
-import platform
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +19,9 @@ import jinja2
 from cachetools import LRUCache
 
 from .builtins import fetch_tool_definition, tool_search_definition
-from .docs import ToolDoc
 from .fetch import fetch_tool_doc
 from .modes import Mode
+from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_doc, doc_view
 from .registry import Registry
 from .schema import strip_descriptions
 from .session import PinnedPrompt, TaskSession
@@ -50,144 +45,6 @@ SECTIONS = (
 )
 # Whatever changes within a task goes last, after everything stable, so the stable prefix stays cacheable.
 RECENT_SECTION = "recent"
-
-
-@dataclass(frozen=True)
-class SystemInfo:
-    """What the system information section tells the model about the machine it works on.
-
-    An explicit input (``Composer(registry, context={"system_info": info})``, ``wrap(..., system_info=info)``),
-    never read during composition, so composing stays pure. :meth:`detect` reads the machine; build one by hand
-    for reproducible prompts. The date sits in the stable part of the system prompt, so a client that re-detects
-    it changes its cached prompt prefix once a day.
-    """
-
-    workspace: str
-    os: str
-    shell: str
-    date: str  # ISO 8601, YYYY-MM-DD
-
-    @classmethod
-    def detect(
-        cls,
-        workspace: str | Path = ".",
-        *,
-        today: datetime.date | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> SystemInfo:
-        """This machine now: the workspace's absolute path, the OS and release, the user's shell, today's date."""
-        env = os.environ if environ is None else environ
-        system = platform.system() or "unknown"
-        if system == "Darwin":
-            name = f"macOS {platform.mac_ver()[0]}".strip()
-        else:
-            name = f"{system} {platform.release()}".strip()
-        shell = env.get("SHELL") or env.get("COMSPEC") or "unknown"
-        return cls(
-            workspace=str(Path(workspace).resolve()),
-            os=name,
-            shell=shell,
-            date=(today or datetime.date.today()).isoformat(),
-        )
-
-    def items(self) -> tuple[tuple[str, str], ...]:
-        """(label, value) pairs in display order, as the ``system_info`` template lists a mapping's items."""
-        pairs = (
-            ("Workspace folder", self.workspace),
-            ("Operating system", self.os),
-            ("Default shell", self.shell),
-            ("Current date", self.date),
-        )
-        return tuple((label, value) for label, value in pairs if value)
-
-
-@dataclass(frozen=True)
-class TokenCounts:
-    system: int
-    tools: int
-
-    @property
-    def total(self) -> int:
-        return self.system + self.tools
-
-    def as_dict(self) -> dict[str, int]:
-        return {"system": self.system, "tools": self.tools, "total": self.total}
-
-
-@dataclass(frozen=True)
-class ComposedPrompt:
-    """One turn's prompt. Shared between callers through the cache: treat it (and its dicts) as read-only."""
-
-    mode: str
-    fingerprint: str
-    style: str
-    system_stable: str
-    system_recent: str
-    tools: tuple[dict[str, Any], ...]
-    full: tuple[str, ...]
-    brief: tuple[str, ...]
-    recent: tuple[str, ...]
-    tokens: TokenCounts
-    # Discovery modes only: the tools tool_search activated in this task, in discovery order.
-    discovered: tuple[str, ...] = ()
-    discovery: bool = False
-
-    @property
-    def system(self) -> str:
-        """The whole system prompt: the stable part, then the part that changes within a task."""
-        if self.system_stable and self.system_recent:
-            return f"{self.system_stable}\n\n{self.system_recent}"
-        return self.system_stable or self.system_recent
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "fingerprint": self.fingerprint,
-            "style": self.style,
-            "full": list(self.full),
-            "brief": list(self.brief),
-            "recent": list(self.recent),
-            "system": self.system,
-            "tools": [json.loads(json.dumps(t)) for t in self.tools],
-            "tokens": self.tokens.as_dict(),
-            **({"discovered": list(self.discovered)} if self.discovery else {}),
-        }
-
-
-@dataclass(frozen=True)
-class _DocView:
-    """What templates see of a tool doc."""
-
-    name: str
-    group: str
-    brief: str
-    full: str
-    hint: str
-    schema_json: str
-    signature: str
-
-
-def _signature(doc: ToolDoc) -> str:
-    """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
-    required = set(doc.input_schema.get("required", []))
-    parts = []
-    for name, schema in doc.input_schema.get("properties", {}).items():
-        kind = schema.get("type", "any")
-        kind = "|".join(kind) if isinstance(kind, list) else str(kind)
-        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
-    return ", ".join(parts)
-
-
-def _view(doc: ToolDoc) -> _DocView:
-    return _DocView(
-        name=doc.name,
-        group=doc.group,
-        brief=doc.brief,
-        full=doc.full,
-        hint=doc.hint or "",
-        schema_json=json.dumps(doc.input_schema, ensure_ascii=False, separators=(",", ":")),
-        signature=_signature(doc),
-    )
 
 
 def _environment(templates: str | Path | None) -> jinja2.Environment:
@@ -234,7 +91,7 @@ class Composer:
             "custom_instructions": "",
             **(context or {}),
         }
-        self._views = {name: _view(doc) for name, doc in registry.tools.items()}
+        self._views = {name: doc_view(doc) for name, doc in registry.tools.items()}
         self._definitions: dict[tuple[str, bool], tuple[dict[str, Any], int]] = {}
         self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
         self._lock = threading.Lock()
@@ -441,7 +298,7 @@ class Composer:
         *,
         include_fetch: bool,
         discovered: tuple[str, ...] | None,
-    ) -> tuple[list[_DocView], list[str], tuple[str, ...]]:
+    ) -> tuple[list[DocView], list[str], tuple[str, ...]]:
         """The docs the catalog shows in full, the names it lists briefly, and the tools whose full text goes in
         the recent section (``recent``, or the discovered tools in a discovery mode)."""
         text_style = mode.config.tool_style == "text"
@@ -452,7 +309,7 @@ class Composer:
         catalog_brief = [n for n in allowed if n not in catalog_full]
         if not include_fetch:
             catalog_full, catalog_brief = [n for n in allowed if n in full], [n for n in allowed if n not in full]
-        fetch_view = _view(_builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
+        fetch_view = doc_view(builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
         if text_style and fetch_view is not None:
             full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
         else:
@@ -464,7 +321,7 @@ class Composer:
             recent = discovered
             full_docs = [self._views[n] for n in catalog_full]
             if text_style:
-                full_docs += [_view(_builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+                full_docs += [doc_view(builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
         return full_docs, catalog_brief, recent
 
     def _native_tools(
@@ -510,15 +367,3 @@ class Composer:
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:
         return self._env.get_template(f"{name}.j2").render(values).strip()
-
-
-def _builtin_doc(definition: Mapping[str, Any]) -> ToolDoc:
-    """A doc for one of our own tools (fetch_tool_description, tool_search), so text style can render it."""
-    name, description = definition["name"], definition["description"]
-    return ToolDoc(
-        name=name,
-        group="prompt-composer",
-        brief=description,
-        full=f"## {name}\n{description}",
-        input_schema=definition["input_schema"],
-    )

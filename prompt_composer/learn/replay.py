@@ -45,10 +45,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..core.composer import ComposedPrompt, Composer
+from ..core.composer import Composer
 from ..core.fetch import fetch_tool_doc
 from ..core.modes import Mode
 from ..core.promotion import DEFAULT_POLICY, POLICIES, inline_text
+from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from .costs import ANTHROPIC, CostModel
 from .traces import Task, synthetic_tasks

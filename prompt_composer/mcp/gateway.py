@@ -44,9 +44,10 @@ from ..core.builtins import (
     fetch_tool_definition,
     tool_search_definition,
 )
-from ..core.composer import ComposedPrompt, Composer
+from ..core.composer import Composer
 from ..core.fetch import handle_fetch
 from ..core.modes import Mode
+from ..core.prompt import ComposedPrompt
 from ..core.registry import Registry
 from ..core.session import TaskSession
 from ..discovery.search import LazySearch, ToolSearch
