@@ -1,7 +1,8 @@
 """Agent-level A/B on the real local model: static vs composed vs every_turn vs discovery, per task set.
 
-Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool] [--variants ...] [--json FILE]
-Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only).
+Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--variants ...] [--json FILE]
+Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
+`large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
 Takes about an hour on 2 cores (most of it the cold 12k-token static prompt of the coding set and every_turn's
 recomputed prefixes). Starts one server (16k context) for the whole run; every task runs through the tool loop
 (`prompt_composer.bench.run_bench`), variant by variant. Token figures are ratios against the static
@@ -17,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -24,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anthropic
 
-from benchmarks.agent_tasks import build_task_sets
+from benchmarks.agent_tasks import TaskSet, build_bfcl, build_metatool, coding_set
+from benchmarks.large_catalog import build_large
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import VARIANTS, BenchReport, Variant, load_tasks, run_bench
 from prompt_composer.local.server import LocalModelServer
@@ -39,6 +42,31 @@ CODING = (
     "coding-run-tests",
     "coding-ask-currency",
 )
+
+
+SETS = ("coding", "bfcl", "metatool", "large")
+DEFAULT_SETS = "coding,bfcl,metatool"
+
+
+def set_names(text: str) -> list[str]:
+    """The set names of ``--sets`` (an unknown one ends the run before the server starts)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(SETS))
+    if unknown or not names:
+        raise SystemExit(f"--sets: unknown set(s) {', '.join(unknown) or '(none given)'}; sets: {', '.join(SETS)}")
+    return names
+
+
+def build_sets(workdir: Path, names: Sequence[str], *, per_set: int) -> list[TaskSet]:
+    """The sets named, in :data:`SETS` order, generated under ``workdir`` (as ``build_task_sets`` builds the first
+    three); only those named are built, so ``--sets large`` needs neither the BFCL data nor MetaTool."""
+    builders: dict[str, Callable[[], TaskSet]] = {
+        "coding": coding_set,
+        "bfcl": lambda: build_bfcl(workdir / "bfcl", per_set=per_set),
+        "metatool": lambda: build_metatool(workdir / "metatool", per_set=per_set),
+        "large": lambda: build_large(workdir),
+    }
+    return [builders[name]() for name in SETS if name in names]
 
 
 def fifo_ttft(report: BenchReport, variant: str, permanent: set[str]) -> float | None:
@@ -80,17 +108,17 @@ def table(name: str, report: BenchReport, permanent: set[str]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-set", type=int, default=6, help="tasks per generated set (default: 6)")
-    parser.add_argument("--sets", default="coding,bfcl,metatool")
+    parser.add_argument("--sets", default=DEFAULT_SETS, help=f"comma-separated, of {', '.join(SETS)}")
     parser.add_argument("--coding", default=",".join(CODING), help="coding task ids (default: 6 of the 16), or all")
     parser.add_argument(
         "--variants", default=None, help="comma-separated (default: all on coding; every_turn left out elsewhere)"
     )
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
-    wanted = args.sets.split(",")
+    wanted = set_names(args.sets)
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp, LocalModelServer(ctx=16384, timeout=300) as server:
-        sets = [s for s in build_task_sets(Path(tmp), per_set=args.per_set) if s.name in wanted]
+        sets = build_sets(Path(tmp), wanted, per_set=args.per_set)
         sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
         for task_set in sets:
             registry = load_registry(task_set.docs)

@@ -44,6 +44,7 @@ from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
 from .adapter import Answer, Call, Clock, Reply
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
+from .preselection import annotated
 from .providers import Sdk
 from .results import TokenUsage
 from .state import TaskState, WrapOptions, tool_name
@@ -98,13 +99,15 @@ def prepare(
     The tool loop passes its own ``session``: it must compose from the session it records into, even if the store
     has meanwhile expired or evicted that task."""
     out = dict(params)
+    session = session if session is not None else state.session
+    # Preselection first: what it loads is in this request's tools.
+    messages = annotated(state, session, list(out.get("messages") or []))
     prompt = state.prompt(session)
     stable = state.stable
     caller_system = _system_blocks(out.pop("system", None))
     raw_tools = out.pop("tools", None)
     given = raw_tools is not None and not isinstance(raw_tools, anthropic.Omit | anthropic.NotGiven)
     caller_tools = list(raw_tools) if given else []
-    messages = list(out.get("messages") or [])
     budget = MAX_BREAKPOINTS - _count_breakpoints([caller_system, caller_tools, messages]) if breakpoints else 0
 
     if budget > 0 and messages:
@@ -128,9 +131,13 @@ def prepare(
         out["system"] = system
 
     composed = state.composed_tools(prompt, (tool_name(t) for t in caller_tools))
-    if state.discovery:  # its tool list only grows after the permanent tools: the breakpoint goes on the last one
+    if state.mode.config.discovery:  # its list only grows after the permanent tools: the breakpoint is on the last
         permanent = set(state.mode.permanent)
         fixed = [i for i, t in enumerate(composed) if t["name"] in permanent]
+        mark = fixed[-1] if fixed else None
+    elif prompt.tiered:  # loaded tools are appended at the end: the breakpoint goes on the last tool before them
+        loaded = set(prompt.loaded)
+        fixed = [i for i, t in enumerate(composed) if t["name"] not in loaded]
         mark = fixed[-1] if fixed else None
     else:
         mark = len(composed) - 1 if composed else None

@@ -77,7 +77,9 @@ from typing import Any
 
 from ..core.access import not_in_mode
 from ..core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
-from ..core.fetch import FetchResult, handle_fetch
+from ..core.fetch import FetchResult
+from ..core.loading import answer_fetch as answer_tool_fetch
+from ..core.loading import check_unseen
 from ..core.promotion import inline_text
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
@@ -101,11 +103,9 @@ from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_b
 
 
 def answer_fetch(state: TaskState, session: TaskSession, tool_input: Mapping[str, Any] | Any) -> FetchResult:
-    """A ``fetch_tool_description`` call in the state's mode (under ``inline``, the tool is then expanded)."""
-    result = handle_fetch(state.registry, state.mode, tool_input, session=session)
-    if not result.is_error and state.policy == "inline":
-        session.mark_expanded(result.tool)  # its full text is in the conversation now: no inline append
-    return result
+    """A ``fetch_tool_description`` call in the state's mode: the full text once a task, one line after that; a
+    catalog or name tool of a tiered mode is loaded (see :func:`~prompt_composer.core.loading.answer_fetch`)."""
+    return answer_tool_fetch(state.registry, state.mode, session, tool_input, state.tiers)
 
 
 class Loop:
@@ -291,6 +291,13 @@ class Loop:
             refusal = mode.check_paths(doc, call.input)
             if refusal is not None:
                 return self._refused(call, iteration, refusal, refusal.removeprefix("Error: "))
+            if self.prompt is not None:
+                unseen = check_unseen(
+                    self.state.registry, mode, self.prompt, self.session, call.name, call.input, self.state.tiers
+                )
+                if unseen is not None:
+                    self._emit("promotion", iteration=iteration, tool=call.name, kind="recovery")
+                    return self._record(call, iteration, unseen, "schema not seen", 0.0, "error")
         if call.name not in self.executors:
             reason = f"tool {call.name!r} has no executor here; it was not run"
             return self._refused(call, iteration, f"Error: {reason}.", reason)

@@ -48,6 +48,7 @@ from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
 from .adapter import Answer, Call, Clock, Reply
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
+from .preselection import annotated
 from .providers import Sdk, to_openai_tool
 from .results import TokenUsage
 from .state import TaskState, WrapOptions, tool_name
@@ -82,8 +83,10 @@ def prepare_chat(
 ) -> tuple[dict[str, Any], ComposedPrompt]:
     """Chat Completions request parameters with the composed system message and tools merged in."""
     out = dict(params)
+    session = session if session is not None else state.session
+    # Preselection first: what it loads is in this request's tools.
+    messages = annotated(state, session, list(out.get("messages") or []))
     prompt = state.prompt(session)
-    messages = list(out.get("messages") or [])
     leading = 0
     while leading < len(messages) and isinstance(messages[leading], Mapping):
         if messages[leading].get("role") not in _SYSTEM_ROLES:
@@ -107,6 +110,11 @@ def prepare_responses(
 ) -> tuple[dict[str, Any], ComposedPrompt]:
     """Responses API request parameters with the composed ``instructions`` and tools merged in."""
     out = dict(params)
+    session = session if session is not None else state.session
+    if state.mode.config.preselect is not None and _given(out.get("input")):
+        given = out["input"]
+        items = [{"role": "user", "content": given}] if isinstance(given, str) else list(given)
+        out["input"] = annotated(state, session, items, block_type="input_text")
     prompt = state.prompt(session)
     caller = [str(out["instructions"])] if _given(out.get("instructions")) else []
     instructions = _instructions(prompt, caller)

@@ -17,6 +17,7 @@ from ..core.promotion import DEFAULT_POLICY, POLICIES, Policy
 from ..core.prompt import ComposedPrompt, SystemInfo
 from ..core.registry import Registry, load_registry
 from ..core.session import InMemorySessionStore, SessionStore, TaskSession
+from ..core.tiers import Tiers
 from ..discovery.search import LazySearch, ToolSearch
 from ..learn.events import EventLog
 
@@ -142,7 +143,14 @@ class TaskState:
 
     @property
     def discovery(self) -> bool:
-        return self.mode.config.discovery
+        """Whether the loop answers ``tool_search`` itself: a discovery mode, or a tiered one (its catalog and name
+        tools are loaded by a search)."""
+        return self.mode.config.discovery or self.mode.config.tiers is not None
+
+    @property
+    def tiers(self) -> Tiers | None:
+        """A tiered mode's split of its tools (see :mod:`prompt_composer.core.tiers`)."""
+        return self.composer.tiers(self.mode)
 
     @property
     def policy(self) -> Policy:
@@ -155,7 +163,7 @@ class TaskState:
     @property
     def pins(self) -> bool:
         """Whether the task's prompt is pinned at task start (``task_start`` / ``inline``, not discovery)."""
-        return not self.baseline and not self.discovery and self.policy != "every_turn"
+        return not self.baseline and not self.mode.config.discovery and self.policy != "every_turn"
 
     @property
     def _pin_key(self) -> str:
@@ -184,6 +192,8 @@ class TaskState:
         pin = session.pin(self._pin_key, fingerprint=self.registry.fingerprint, mode=self.mode)
         if pin.fingerprint != self.registry.fingerprint:  # its live version is no longer kept: same views, new docs
             pin = replace(pin, fingerprint=self.registry.fingerprint)
+        if self.mode.config.tiers is not None:  # the FIFO view is pinned; loading only appends, so it is live
+            return self.composer.compose(self.mode, recent=pin.recent, loaded=session.discovered(self.mode))
         return self.composer.compose_pinned(pin, self.mode)
 
     def composed_tools(self, prompt: ComposedPrompt, taken: Iterable[str | None]) -> list[dict[str, Any]]:
@@ -192,5 +202,7 @@ class TaskState:
         taken = set(taken)
         composed = [dict(t) for t in prompt.tools if t["name"] not in taken]
         if self.call_tool and prompt.style != "text" and CALL_TOOL_NAME not in taken:
-            composed.append(call_tool_definition(self.mode))  # fixed per mode: last, after fetch
+            # Fixed per mode: after fetch, before the tools a tiered mode loads (only those grow within a task).
+            at = len(composed) - len([t for t in composed if t["name"] in set(prompt.loaded)])
+            composed.insert(at, call_tool_definition(self.mode))
         return composed

@@ -29,6 +29,8 @@ class ModeAudit:
     # Texts shown in the mode that name a tool it does not allow (see mentions.py): the model is told to call a
     # tool it cannot call.
     foreign_mentions: tuple[str, ...] = ()
+    # Tiered modes only: each allowed tool's tier (full, brief, catalog or name), in the mode's order.
+    tiers: tuple[tuple[str, str], ...] = ()
 
     @property
     def saving(self) -> float:
@@ -43,6 +45,7 @@ class ModeAudit:
         data = asdict(self)
         data["worst_recent"] = list(self.worst_recent)
         data["foreign_mentions"] = list(self.foreign_mentions)
+        data["tiers"] = dict(self.tiers) if self.tiers else None
         data["saving"] = round(self.saving, 4)
         data["within_budget"] = self.within_budget
         return data
@@ -132,11 +135,20 @@ def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]
     # The largest expansions: what a full FIFO adds over the brief forms it replaces.
     largest = sorted(candidates, key=lambda n: (-(tool_audits[n].full_tokens - tool_audits[n].brief_tokens), n))
     baseline = composer.baseline(mode).tokens.total
+    tiers = composer.tiers(mode)
     if mode.config.discovery:
         # A discovery mode's list grows with what tool_search finds, up to the session's limit.
         worst_recent = tuple(largest[:DEFAULT_DISCOVERED])
         composed = composer.compose_discovery(mode, ()).tokens.total
         worst = composer.compose_discovery(mode, worst_recent).tokens.total
+    elif tiers is not None:
+        # The FIFO full of the largest brief tools, and as many of the largest catalog and name tools loaded as a
+        # task may load (the session's limit).
+        brief = [n for n in largest if not tiers.unlisted(n)][: mode.recent_size]
+        unlisted = [n for n in largest if tiers.unlisted(n)][:DEFAULT_DISCOVERED]
+        worst_recent = (*brief, *unlisted)
+        composed = composer.compose_tiered(mode).tokens.total
+        worst = composer.compose_tiered(mode, recent=brief, loaded=unlisted).tokens.total
     else:
         worst_recent = tuple(n for n in mode.allowed if n in set(largest[: mode.recent_size]))
         composed = composer.compose(mode, recent=()).tokens.total
@@ -152,6 +164,7 @@ def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]
         worst_recent=worst_recent,
         budget_tokens=mode.config.budget_tokens,
         foreign_mentions=tuple(str(m) for m in foreign_mentions(composer, mode)),
+        tiers=tuple((n, tiers.tier(mode, n) or "") for n in mode.allowed) if tiers is not None else (),
     )
 
 
@@ -196,6 +209,12 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
     )
     lines += ["", f"{heading}Tools", ""]
     lines += table(["tool", "group", "brief", "full", "brief words", "brief source"], tool_rows, markdown=markdown)
+    for m in report.modes:
+        if m.tiers:
+            counts = {tier: sum(1 for _, t in m.tiers if t == tier) for tier in ("full", "brief", "catalog", "name")}
+            summary = ", ".join(f"{n} {tier}" for tier, n in counts.items())
+            lines += ["", f"{heading}Tiers of mode {m.mode} ({summary})", ""]
+            lines += table(["tool", "tier"], [list(pair) for pair in m.tiers], markdown=markdown, left=2)
     if report.warnings:
         lines += ["", f"{heading}Warnings", ""]
         lines += [f"- {w}" for w in report.warnings]

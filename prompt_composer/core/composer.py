@@ -25,6 +25,8 @@ from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_doc, doc_view
 from .registry import Registry
 from .schema import strip_descriptions
 from .session import PinnedPrompt, TaskSession
+from .tiers import Tiers, catalog_line, grouped, summary
+from .tiers import assign as assign_tiers
 from .tokens import TokenCounter, count_tools, default_counter
 
 # System prompt sections, in order (the slots of Roo Code's system prompt). Each is a template file in
@@ -68,7 +70,8 @@ class Composer:
     ``context`` gives templates extra values (``mcp_servers``, ``system_info`` (a :class:`SystemInfo` or a
     mapping of label to value), ``capabilities``, ``custom_instructions`` (the user's own, shown apart from the
     mode's), or anything your own templates use). Both are fixed for the composer's life; see
-    :meth:`with_context` for a composer with other values.
+    :meth:`with_context` for a composer with other values. ``usage`` (tool → how often it was used) orders a
+    tiered mode's tools: the least used become catalog lines or names first (see :mod:`.tiers`).
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class Composer:
         templates: str | Path | None = None,
         context: Mapping[str, Any] | None = None,
         cache_size: int = 4096,
+        usage: Mapping[str, int] | None = None,
     ) -> None:
         self.registry = registry
         self.counter: TokenCounter = counter if counter is not None else default_counter()
@@ -95,6 +99,9 @@ class Composer:
         self._definitions: dict[tuple[str, bool], tuple[dict[str, Any], int]] = {}
         self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
         self._lock = threading.Lock()
+        # How often each tool was used (an event log's counts, say): in a tiered mode the least used go poorer first.
+        self._usage: dict[str, int] = dict(usage or {})
+        self._tiers: dict[str, Tiers] = {}
 
     # -- public API ----------------------------------------------------------------------------------
 
@@ -107,13 +114,20 @@ class Composer:
             templates=self._templates,
             context={**self._context, **values},
             cache_size=int(self._cache.maxsize),
+            usage=self._usage,
         )
 
     def for_registry(self, registry: Registry) -> Composer:
         """A composer for ``registry`` with this one's counter, templates and context, and its own cache. When
         ``registry`` holds the same tool docs (the same folder with other mode settings, as ``tune`` tries), it
         shares this one's compiled templates and tool definitions instead of building them again."""
-        other = Composer(registry, counter=self.counter, context=self._context, cache_size=int(self._cache.maxsize))
+        other = Composer(
+            registry,
+            counter=self.counter,
+            context=self._context,
+            cache_size=int(self._cache.maxsize),
+            usage=self._usage,
+        )
         other._templates = self._templates
         other._env = self._env
         if dict(registry.tools) == dict(self.registry.tools):
@@ -122,9 +136,15 @@ class Composer:
         return other
 
     def compose(
-        self, mode: str | Mode, session: TaskSession | None = None, *, recent: Sequence[str] | None = None
+        self,
+        mode: str | Mode,
+        session: TaskSession | None = None,
+        *,
+        recent: Sequence[str] | None = None,
+        loaded: Sequence[str] | None = None,
     ) -> ComposedPrompt:
-        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``)."""
+        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``; in a tiered mode, an
+        explicit list of ``loaded`` tools, else the session's)."""
         resolved = self._mode(mode)
         if resolved.config.discovery:
             return self.compose_discovery(resolved, session.discovered(resolved) if session is not None else ())
@@ -132,11 +152,61 @@ class Composer:
             view = session.recent(resolved) if session is not None else ()
         else:
             view = self._view_of(resolved, recent)
+        if resolved.config.tiers is not None:
+            if loaded is None:
+                loaded = session.discovered(resolved) if session is not None else ()
+            return self.compose_tiered(resolved, recent=view, loaded=loaded)
         return self._cached(
             resolved,
             view,
             lambda: self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view),
         )
+
+    def compose_tiered(
+        self, mode: str | Mode, *, recent: Sequence[str] = (), loaded: Sequence[str] = ()
+    ) -> ComposedPrompt:
+        """A tiered mode's prompt: its permanent and brief tools in the mode's order (the ``recent`` ones in full),
+        ``tool_search`` and ``fetch_tool_description``, then the ``loaded`` catalog and name tools in full, in the
+        order they were loaded, so loading only ever appends. ``loaded`` may name any tool: only the mode's catalog
+        and name tools are appended (a brief one is callable already)."""
+        resolved = self._mode(mode)
+        tiers = self.tiers(resolved)
+        if tiers is None:
+            raise ValueError(f"mode {resolved.slug!r} has no tiers")
+        view = tuple(n for n in recent if resolved.allows(n) and not tiers.unlisted(n))
+        appended = tuple(dict.fromkeys(n for n in loaded if resolved.allows(n) and tiers.unlisted(n)))
+        full = frozenset(resolved.permanent) | frozenset(view) | frozenset(appended)
+        return self._cached(
+            resolved,
+            ("\0tiers", *view, "\0", *appended),
+            lambda: self.render(resolved, full=full, recent=view, tiers=tiers, loaded=appended),
+        )
+
+    def tiers(self, mode: str | Mode) -> Tiers | None:
+        """How a tiered mode splits its tools (``None`` for a mode without ``tiers``), computed once per mode."""
+        resolved = self._mode(mode)
+        config = resolved.config.tiers
+        if config is None:
+            return None
+        own = self.registry.modes.get(resolved.slug) is resolved
+        cached = self._tiers.get(resolved.slug) if own else None
+        if cached is not None:
+            return cached
+        docs = self.registry.tools
+        builtins = [tool_search_definition(resolved), fetch_tool_definition(resolved)]
+        fixed = sum(self.definition(n, full=True)[1] for n in resolved.permanent) + count_tools(self.counter, builtins)
+        computed = assign_tiers(
+            resolved,
+            config,
+            fixed=fixed,
+            brief_cost=lambda n: self.definition(n, full=False)[1],
+            line_cost=lambda n: self.counter.count(catalog_line(docs[n])) + 1,
+            name_cost=lambda n: self.counter.count(n) + 1,
+            usage=self._usage,
+        )
+        if own:
+            self._tiers[resolved.slug] = computed
+        return computed
 
     def compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
         """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
@@ -227,16 +297,20 @@ class Composer:
         recent: tuple[str, ...],
         include_fetch: bool = True,
         discovered: tuple[str, ...] | None = None,
+        tiers: Tiers | None = None,
+        loaded: tuple[str, ...] = (),
     ) -> ComposedPrompt:
         """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
 
         ``discovered`` (discovery modes) limits the tools to the permanent ones and those, see
-        :meth:`compose_discovery`."""
+        :meth:`compose_discovery`; ``tiers`` and ``loaded`` (tiered modes), see :meth:`compose_tiered`."""
         discovery = discovered is not None
         allowed = mode.allowed
         if discovered is not None:
             allowed = (*(n for n in mode.allowed if n in set(mode.permanent)), *discovered)
-        full_names = tuple(n for n in allowed if n in full)
+        elif tiers is not None:
+            allowed = tuple(n for n in mode.allowed if not tiers.unlisted(n))
+        full_names = (*(n for n in allowed if n in full), *loaded)
         brief_names = tuple(n for n in allowed if n not in full)
         style = mode.config.tool_style
         text_style = style == "text"
@@ -261,8 +335,9 @@ class Composer:
             "brief_tools": brief_names,
             "full_docs": full_docs,
             "brief_docs": [self._views[n] for n in catalog_brief],
-            "recent_docs": [self._views[n] for n in recent if n not in permanent] if include_fetch else [],
+            "recent_docs": [self._views[n] for n in (*recent, *loaded) if n not in permanent] if include_fetch else [],
             "other_modes": [m.config for s, m in self.registry.modes.items() if s != mode.slug],
+            **self._tier_values(tiers),
         }
         stable = "\n\n".join(filter(None, (self._section(name, values) for name in SECTIONS)))
         recent_text = self._section(RECENT_SECTION, values) if text_style else ""
@@ -270,8 +345,12 @@ class Composer:
         tool_tokens = 0
         if not text_style:
             native, tool_tokens = self._native_tools(
-                mode, allowed, full, discovery=discovery, include_fetch=include_fetch
+                mode, allowed, full, discovery=discovery or tiers is not None, include_fetch=include_fetch
             )
+            for name in loaded:  # loaded tools go last, in load order: loading only ever appends
+                definition, n_tokens = self.definition(name, full=True)
+                native.append(definition)
+                tool_tokens += n_tokens
         system = f"{stable}\n\n{recent_text}" if recent_text else stable
         tokens = TokenCounts(system=self.counter.count(system), tools=tool_tokens)
         return ComposedPrompt(
@@ -287,7 +366,25 @@ class Composer:
             tokens=tokens,
             discovered=discovered or (),
             discovery=discovery,
+            catalog=tiers.catalog if tiers is not None else (),
+            names=tiers.names if tiers is not None else (),
+            loaded=loaded,
+            tiered=tiers is not None,
         )
+
+    def _tier_values(self, tiers: Tiers | None) -> dict[str, Any]:
+        """What the templates need of a tiered mode: its catalog lines and names, grouped by server or group."""
+        if tiers is None:
+            return {"tiered": False, "catalog_groups": [], "name_groups": [], "unlisted_total": 0}
+        docs = self.registry.tools
+        return {
+            "tiered": True,
+            "catalog_groups": [
+                (group, [(n, summary(docs[n])) for n in names]) for group, names in grouped(tiers.catalog, docs)
+            ],
+            "name_groups": grouped(tiers.names, docs),
+            "unlisted_total": len(tiers.catalog) + len(tiers.names),
+        }
 
     def _catalog(
         self,

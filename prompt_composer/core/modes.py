@@ -53,6 +53,28 @@ class FileRestriction(BaseModel):
         return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 
+class PreselectConfig(BaseModel):
+    """``preselect:`` in a mode: before a task's first request, and whenever a new user message arrives, the user's
+    text is searched over the mode's tools and the best ``k`` whose confidence is at least ``min_confidence`` are
+    loaded in full for the task, so the model needs neither to search nor to fetch them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: StrictInt = Field(default=5, ge=1, le=20)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class TierConfig(BaseModel):
+    """``tiers:`` in a mode (``tiers: auto`` takes the defaults): the non-permanent tools are brief while their
+    briefs fit ``share`` of the model's context (``context_tokens``), the rest catalog lines, least used first,
+    and where even the lines do not fit, names only (see :mod:`prompt_composer.core.tiers`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    share: float = Field(default=0.10, gt=0.0, le=1.0)
+    context_tokens: StrictInt = Field(default=200_000, gt=0)
+
+
 class ModeConfig(BaseModel):
     """A mode file as the user writes it (``tool_docs/modes/<slug>.yaml``)."""
 
@@ -77,6 +99,26 @@ class ModeConfig(BaseModel):
     # Optional: start with the permanent tools, tool_search and fetch_tool_description only; the tools a
     # search returns join the tool list for the rest of the task (prompt_composer.discovery).
     discovery: bool = False
+    # Optional: load the tools a task's text calls for before the model asks (see PreselectConfig).
+    preselect: PreselectConfig | None = None
+    # Optional: three tiers (brief, catalog line, name) sized to a share of the model's context (see TierConfig).
+    tiers: TierConfig | None = None
+
+    @field_validator("tiers", mode="before")
+    @classmethod
+    def _auto_tiers(cls, value: Any) -> Any:
+        if value == "auto":
+            return {}
+        if isinstance(value, str):
+            raise ValueError(f"tiers is 'auto' or a mapping with share and context_tokens, not {value!r}")
+        return value
+
+    @field_validator("tiers")
+    @classmethod
+    def _tiers_or_discovery(cls, value: TierConfig | None, info: ValidationInfo) -> TierConfig | None:
+        if value is not None and info.data.get("discovery"):
+            raise ValueError("give tiers or discovery, not both: discovery lists no tool until a search finds it")
+        return value
 
     @field_validator("file_restrictions")
     @classmethod

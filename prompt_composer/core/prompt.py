@@ -94,6 +94,12 @@ class ComposedPrompt:
     # Discovery modes only: the tools tool_search activated in this task, in discovery order.
     discovered: tuple[str, ...] = ()
     discovery: bool = False
+    # Tiered modes only: the tools shown as catalog lines and as names (not callable until loaded), and the ones
+    # loaded in this task, appended in full in load order.
+    catalog: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    loaded: tuple[str, ...] = ()
+    tiered: bool = False
 
     @property
     def system(self) -> str:
@@ -114,6 +120,11 @@ class ComposedPrompt:
             "tools": [json.loads(json.dumps(t)) for t in self.tools],
             "tokens": self.tokens.as_dict(),
             **({"discovered": list(self.discovered)} if self.discovery else {}),
+            **(
+                {"catalog": list(self.catalog), "names": list(self.names), "loaded": list(self.loaded)}
+                if self.tiered
+                else {}
+            ),
         }
 
 

@@ -28,6 +28,12 @@ DATA_VERSION = 1  # SessionData.to_dict()'s format
 T = TypeVar("T")
 
 
+def _preselected(value: Any) -> dict[str, list[str]]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValueError("preselected must be an object keyed by strings")
+    return {key: list(_strings(tools, "preselected tools")) for key, tools in value.items()}
+
+
 def _strings(value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{what} must be a list of strings")
@@ -85,6 +91,8 @@ class SessionData:
     discovered: list[str] = field(default_factory=list)
     expanded: list[str] = field(default_factory=list)
     pinned: dict[str, PinnedPrompt] = field(default_factory=dict)
+    # Per user message (a digest of its text): the tools preselection chose for it, in the order it chose them.
+    preselected: dict[str, list[str]] = field(default_factory=dict)
 
     # -- reads -----------------------------------------------------------------------------------------
 
@@ -140,16 +148,33 @@ class SessionData:
             self.pinned[key] = pinned
         return pinned
 
+    def preselect(self, key: str, tools: Iterable[str], limit: int) -> list[str] | None:
+        """Record what preselection chose for the message ``key`` and load it (see :meth:`discover`); ``None``
+        when the message was preselected already (the first record wins)."""
+        if key in self.preselected:
+            return None
+        chosen = list(tools)
+        self.preselected[key] = chosen
+        self.discover(chosen, limit)
+        return chosen
+
     def clear(self) -> None:
         self.history.clear()
         self.discovered.clear()
         self.expanded.clear()
         self.pinned.clear()
+        self.preselected.clear()
 
     # -- (de)serialisation -----------------------------------------------------------------------------
 
     def copy(self) -> SessionData:
-        return SessionData(list(self.history), list(self.discovered), list(self.expanded), dict(self.pinned))
+        return SessionData(
+            list(self.history),
+            list(self.discovered),
+            list(self.expanded),
+            dict(self.pinned),
+            {key: list(tools) for key, tools in self.preselected.items()},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +183,7 @@ class SessionData:
             "discovered": list(self.discovered),
             "expanded": list(self.expanded),
             "pinned": {key: pin.to_dict() for key, pin in self.pinned.items()},
+            "preselected": {key: list(tools) for key, tools in self.preselected.items()},
         }
 
     @classmethod
@@ -175,6 +201,7 @@ class SessionData:
             list(_strings(value.get("discovered", []), "discovered")),
             list(_strings(value.get("expanded", []), "expanded")),
             {key: PinnedPrompt.from_dict(pin) for key, pin in pinned.items()},
+            _preselected(value.get("preselected", {})),
         )
 
 
@@ -284,6 +311,16 @@ class TaskSession:
     def discovered(self, mode: Mode | None = None) -> tuple[str, ...]:
         """Active discovered tools in discovery order; with ``mode``, only those it allows."""
         return self._read("discovered", lambda data: data.discovered_in(mode))
+
+    def preselect(self, key: str, tools: Iterable[str]) -> list[str] | None:
+        """Record, once per user message (``key``), the tools preselection chose for it, and load them for the
+        task; ``None`` when that message was preselected already (so a retried request does not search again)."""
+        names = tuple(tools)
+        return self._update("preselect", lambda data: data.preselect(key, names, self.discovery_limit))
+
+    def preselections(self) -> dict[str, tuple[str, ...]]:
+        """Every user message's preselection so far (message key → tools)."""
+        return self._read("preselections", lambda data: {k: tuple(v) for k, v in data.preselected.items()})
 
     def snapshot(self) -> SessionData:
         """A copy of the task's whole state, read at once."""

@@ -105,7 +105,7 @@ from typing import IO, Any, Protocol, Self, runtime_checkable
 from ..shared.files import json_lines
 
 SCHEMA_VERSION = 1
-EVENT_KINDS = ("request", "tool_call", "fetch", "search", "refusal", "promotion", "list", "dropped")
+EVENT_KINDS = ("request", "tool_call", "fetch", "search", "preselect", "refusal", "promotion", "list", "dropped")
 OUTCOMES = ("ok", "error", "refused", "denied")
 DEFAULT_MAX_QUEUE = 10_000
 DEFAULT_CLOSE_TIMEOUT = 5.0

@@ -62,6 +62,22 @@ class ModeStats:
     lists: int = 0  # tools/list answered by the gateway
     permanent_unused: tuple[str, ...] | None = None
     brief_used: tuple[tuple[str, int, int], ...] = ()  # (tool, uses, tasks), most used first
+    # Preselection, over the tasks that had one: tools preselected, of those the ones the task then used; tools
+    # used, of those the ones preselected or permanent.
+    preselected: int = 0
+    preselected_used: int = 0
+    used_in_preselected_tasks: int = 0
+    used_covered: int = 0
+
+    @property
+    def preselection_precision(self) -> float | None:
+        """Preselected tools the task then used ÷ preselected tools (``None`` without preselection)."""
+        return self.preselected_used / self.preselected if self.preselected else None
+
+    @property
+    def preselection_recall(self) -> float | None:
+        """Used tools that were preselected or permanent ÷ used tools, in tasks with a preselection."""
+        return self.used_covered / self.used_in_preselected_tasks if self.used_in_preselected_tasks else None
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -83,6 +99,12 @@ class ModeStats:
             "lists": self.lists,
             "permanent_unused": None if self.permanent_unused is None else list(self.permanent_unused),
             "brief_used": [{"tool": t, "uses": u, "tasks": n} for t, u, n in self.brief_used],
+            "preselection": {
+                "preselected": self.preselected,
+                "preselected_used": self.preselected_used,
+                "precision": self.preselection_precision,
+                "recall": self.preselection_recall,
+            },
         }
 
 
@@ -141,6 +163,20 @@ class StatsReport:
             brief = ", ".join(f"{t} {u} in {n}" for t, u, n in m.brief_used)
             rows.append([m.mode, unused or "-", brief or "-"])
         lines += table(["mode", "permanent, never used", "brief, used most"], rows, markdown=markdown, left=3)
+        preselecting = [m for m in self.modes if m.preselected or m.used_in_preselected_tasks]
+        if preselecting:
+            lines += ["", f"{heading}Preselection", ""]
+            rows = [
+                [
+                    m.mode,
+                    str(m.preselected),
+                    str(m.preselected_used),
+                    _share(m.preselection_precision),
+                    _share(m.preselection_recall),
+                ]
+                for m in preselecting
+            ]
+            lines += table(["mode", "preselected", "then used", "precision", "recall"], rows, markdown=markdown)
         if self.notes:
             lines += ["", f"{heading}Notes", ""]
             lines += [f"- {note}" for note in self.notes]
@@ -187,6 +223,7 @@ def compute_stats(
     for event in events:
         tally.add(event)
     tally.count_unused_fetches()
+    tally.count_preselection(registry)
     notes = tally.rank_modes(registry, top)
     notes += _log_notes(tally, registry, skipped_lines)
     ordered_tools = sorted(tally.tools.values(), key=lambda t: (-t.uses, -t.refusals, t.tool))
@@ -217,6 +254,8 @@ class _Tally:
         self.mode_use_tasks: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.listed_brief: dict[str, set[str]] = defaultdict(set)  # mode → tools used while listed brief
         self.fingerprints: Counter[str] = Counter()
+        self.preselected: dict[str, set[str]] = {}  # task → tools preselected (tasks with a preselect event)
+        self.task_mode: dict[str, str] = {}
         self.events = 0
         self.dropped = 0
 
@@ -247,6 +286,11 @@ class _Tally:
             self.pending[task][name] += 1
         elif kind == "refusal":
             self.tool(name).refusals += 1
+        elif kind == "preselect":
+            tools = event.get("tools")
+            chosen = {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
+            self.preselected.setdefault(task, set()).update(chosen)
+            self.task_mode[task] = slug
 
     def _tool_call(self, event: Mapping[str, Any], task: str, slug: str, name: str) -> None:
         outcome = event.get("outcome")
@@ -266,6 +310,19 @@ class _Tally:
             self.tool(name).denied += 1
         else:
             self.tool(name)  # refused: counted through its refusal event
+
+    def count_preselection(self, registry: Registry | None) -> None:
+        """After the last event: each preselecting task's preselected and used tools, into its mode's counts."""
+        for task, chosen in self.preselected.items():
+            slug = self.task_mode[task]
+            stats = self.modes[slug]
+            resolved = registry.modes.get(slug) if registry is not None else None
+            permanent = set(resolved.permanent) if resolved is not None else set()
+            used = self.used[task]
+            stats.preselected += len(chosen)
+            stats.preselected_used += len(chosen & used)
+            stats.used_in_preselected_tasks += len(used)
+            stats.used_covered += len(used & (chosen | permanent))
 
     def count_unused_fetches(self) -> None:
         """After the last event: the fetches still pending were never followed by a use in their task."""
@@ -290,6 +347,10 @@ class _Tally:
             ranked = sorted(candidates, key=lambda t: (-uses[t], t))[:top]
             stats.brief_used = tuple((t, uses[t], len(self.mode_use_tasks[slug][t])) for t in ranked)
         return notes
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
 
 
 def _add_request(stats: ModeStats, event: Mapping[str, Any]) -> None:

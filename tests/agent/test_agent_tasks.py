@@ -1,5 +1,6 @@
-"""The agent benchmark's task sets (benchmarks/agent_tasks.py): every set loads, its tasks name tools its mode
-allows, the generated sets are deterministic and stay within the catalog cap, and the coding fixture works."""
+"""The agent benchmark's task sets (benchmarks/agent_tasks.py, benchmarks/large_catalog.py): every set loads, its
+tasks name tools its mode allows, the generated sets are deterministic and stay within the catalog cap, the coding
+fixture works, and the large catalog holds 300+ imported tools with tasks written in our own words."""
 
 from __future__ import annotations
 
@@ -24,7 +25,18 @@ from benchmarks.agent_tasks import (
     coding_set,
     static_tokens,
 )
-from prompt_composer import Composer, Registry, load_registry, run_audit
+from benchmarks.large_catalog import (
+    CATALOGS,
+    LARGE_TASKS,
+    build_large,
+    check_large_tasks,
+    copied_text,
+    corpus_descriptions,
+    large_report,
+    missing_large_files,
+)
+from benchmarks.large_catalog import CORPORA as LARGE_CORPORA
+from prompt_composer import Composer, InputFileError, Registry, load_registry, run_audit
 
 PER_SET = 6
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
@@ -194,3 +206,110 @@ def test_build_is_deterministic_and_ordered(tmp_path: Path) -> None:
     again = build_task_sets(tmp_path / "a", per_set=PER_SET, seed=4)
     assert again[1].tasks.read_bytes() == other[1].tasks.read_bytes()
     assert sorted(p.name for p in again[1].docs.glob("*.yaml")) == sorted(p.name for p in other[1].docs.glob("*.yaml"))
+
+
+# --- large catalog -----------------------------------------------------------------------------------------
+
+LARGE_MISSING = missing_large_files()
+needs_large = pytest.mark.skipif(
+    bool(LARGE_MISSING),
+    reason=f"the MCP tool catalogs are not in {LARGE_CORPORA} (set PROMPT_COMPOSER_SHARED or put ../shared beside "
+    f"the checkout); missing: {', '.join(map(str, LARGE_MISSING))}",
+)
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
+    if LARGE_MISSING:
+        pytest.skip("the MCP tool catalogs of ../shared/corpora are not available")
+    return build_large(tmp_path_factory.mktemp("large"))
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@needs_large
+def test_large_set_builds_deterministically(large: TaskSet, tmp_path: Path) -> None:
+    again = build_large(tmp_path)
+    first, second = tree(large.docs.parent), tree(again.docs.parent)
+    assert len(first) > 300
+    assert sorted(first) == sorted(second)
+    for name, data in first.items():
+        assert data == second[name], name
+    assert again.tasks == large.tasks == LARGE_TASKS
+
+
+@needs_large
+def test_large_mode_holds_every_catalog_tool(large: TaskSet) -> None:
+    registry = load_registry(large.docs)
+    mode = registry.mode(large.mode)
+    code = registry.mode("code")
+    quarantined = {name for name, doc in registry.tools.items() if doc.quarantined}
+    assert set(mode.allowed) == set(registry.tools) - quarantined
+    assert len(mode.allowed) >= 300
+    assert mode.config.role == code.config.role
+    assert mode.permanent == code.permanent
+    assert set(code.config.groups) | {"mcp", "mcp-write"} <= set(mode.config.groups)
+    assert mode.recent_size == 5
+    servers = {doc.origin.server for doc in registry.tools.values() if doc.origin is not None}
+    assert servers == {catalog.server for catalog in CATALOGS}
+    # The filesystem server is namespaced (its read_file and search_files are shipped names); the shipped stay.
+    assert registry.tools["read_file"].origin is None
+    assert registry.tools["fs_read_file"].origin is not None
+    assert registry.tools["fs_read_file"].origin.name == "read_file"
+    audit = next(m for m in run_audit(Composer(registry)).modes if m.mode == large.mode)
+    assert audit.within_budget, (audit.worst_tokens, audit.budget_tokens)
+    assert not audit.foreign_mentions
+
+
+@needs_large
+def test_large_tasks_cover_every_server(large: TaskSet) -> None:
+    registry, tasks = check_set(large)
+    assert len(tasks) >= 30
+    server = {name: doc.origin.server if doc.origin else "shipped" for name, doc in registry.tools.items()}
+    covered = {server[name] for task in tasks for name in task["expect"]}
+    assert covered >= {catalog.server for catalog in CATALOGS} | {"shipped"}
+    assert 1 <= sum(1 for t in tasks if t["expect"] == []) <= 2
+    builtin = [t for t in tasks if t["id"].startswith("builtin-")]
+    assert 2 <= len(builtin) <= 4
+    for task in builtin:
+        assert registry.tools[task["expect"][0]].origin is None, task["id"]
+
+
+@needs_large
+def test_large_report_counts(large: TaskSet) -> None:
+    registry = load_registry(large.docs)
+    report = large_report(large)
+    assert report.tools == len(registry.mode(large.mode).allowed) >= 300
+    assert report.imported == sum(1 for doc in registry.tools.values() if doc.origin is not None)
+    assert report.composed_tokens == Composer(registry).compose(large.mode).tokens.total
+    assert 0 < report.brief_tokens < report.composed_tokens < report.static_tokens
+    assert report.worst_tokens <= report.budget_tokens
+    assert report.tasks == len(read_tasks(large))
+
+
+@needs_large
+def test_a_task_expecting_a_tool_outside_the_mode_is_refused(large: TaskSet, tmp_path: Path) -> None:
+    registry = load_registry(large.docs)
+    check_large_tasks(large.tasks, registry)
+    bad = tmp_path / "tasks.jsonl"
+    for name in ("read_text_file", "browser_navigat"):  # the filesystem tool without its prefix; a typo
+        bad.write_text(json.dumps({"id": "t", "task": "Open the page.", "expect": ["browser_navigate", name]}) + "\n")
+        with pytest.raises(InputFileError, match=name):
+            check_large_tasks(bad, registry)
+    with pytest.raises(InputFileError, match="browser_navigat"):  # the build checks its tasks
+        build_large(tmp_path / "build", tasks=bad)
+
+
+@needs_large
+def test_no_large_task_copies_a_tool_description(large: TaskSet) -> None:
+    descriptions = corpus_descriptions()
+    assert len(descriptions) >= 300
+    for task in read_tasks(large):
+        assert not copied_text(task["task"], descriptions), task["id"]
+    # The check finds a copied sentence, and a long run of words, in a task.
+    sentence = "Returns the sum of two numbers"
+    assert any(sentence in d for d in descriptions)
+    assert copied_text(f"Please: {sentence.lower()}. Thanks.", descriptions)
+    assert copied_text("Could you take a screenshot of the current page for me", descriptions)

@@ -446,10 +446,10 @@ def test_async_loop_in_a_text_mode(stream: bool) -> None:
     assert first[0] == label("beta", "async read x", inline_text(REG, "beta"))
     assert first[1] == label("gamma", "Error: the call to 'gamma' was denied by the user; it was not run.", ok=False)
     assert first[2]["text"].startswith("tool_result name=? error\nError: the tool_call block is not valid JSON")
-    assert last_user(sent[2]) == [
-        label("gamma", "gamma ran on y", inline_text(REG, "gamma")),
-        label(FETCH_TOOL_NAME, fetch_tool_doc(REG.tools["beta"])),
-    ]
+    # beta's full text was appended to its first result, so a fetch of it now answers with one line.
+    already = "beta is already documented in full above in this conversation."
+    assert last_user(sent[2])[0] == label("gamma", "gamma ran on y", inline_text(REG, "gamma"))
+    assert last_user(sent[2])[1]["text"].startswith(f"tool_result name={FETCH_TOOL_NAME} ok\n{already}")
     assert result.usage == TokenUsage(60, 6, 2, 12)
     assert result.text == "async done"
 

@@ -148,7 +148,8 @@ def test_the_choice_is_the_first_call_after_fetches_and_it_is_scored_with_its_ar
 
 def test_each_variant_sends_its_own_prompt() -> None:
     task = BenchTask("t", "go", ("glob",))
-    script = [tool_use_reply(("glob", {"pattern": "*"})), text_reply("ok")] * len(VARIANTS)
+    # Arguments that fit glob's schema: a call that cannot be right would not run (the recovery answers it).
+    script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")] * len(VARIANTS)
     with served(script) as (server, sdk):
         report = run_bench(sdk, REG, "work", [task], model="m")
         sent = bodies(server)

@@ -371,6 +371,7 @@ def test_the_task_is_one_json_value_with_a_ttl(redis_url: str, stores: list[Redi
         "discovered": ["glob"],
         "expanded": [],
         "pinned": {},
+        "preselected": {},
     }
     assert 0 < store.client.pttl("pc:t") <= 60_000
     assert SessionData.from_dict(json.loads(raw)) == store.load("t")

@@ -1,0 +1,124 @@
+"""Preselection in the loop and the wrapped clients: search a new user message, load what it calls for, and tell
+the model, without touching the prompt's cached prefix.
+
+Before a request goes out, the newest user message with text of its own (not tool results) is preselected once per
+task (:func:`~prompt_composer.discovery.preselect.preselect`); the choice is recorded in the task session under a
+digest of the message's text. A catalog or name tool (tiered modes) or a tool of a discovery mode joins the tools
+appended at the end of the tool list; a tool the model can already call but sees only briefly has its full text
+delivered instead. Either way a short note goes at the end of that user message, rebuilt the same way on every
+request from the record, so the conversation a provider caches never changes behind it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.fetch import fetch_tool_doc
+from ..core.session import TaskSession
+from ..discovery.preselect import preselect
+from .state import TaskState
+
+NOTE_HEAD = "[prompt-composer] Tools chosen for this request:"
+
+
+def user_text(message: Any) -> str | None:
+    """The text a user wrote in ``message``: its string content, or its text blocks (not tool results, and not a
+    note this module added); ``None`` for any other message."""
+    if not isinstance(message, Mapping) or message.get("role") != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.split(f"\n\n{NOTE_HEAD}", 1)[0] or None
+    if not isinstance(content, list | tuple):
+        return None
+    texts = []
+    for block in content:
+        if isinstance(block, Mapping):
+            if block.get("type") in ("tool_result", "function_call_output"):
+                return None
+            text = block.get("text")
+            if isinstance(text, str) and not text.startswith(NOTE_HEAD):
+                texts.append(text)
+    return "\n".join(texts) or None
+
+
+def message_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def preselection_notes(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> dict[int, str]:
+    """Preselect for the newest user message if it is new to the task; then the note of every user message that
+    has a preselection, by index into ``messages``. Empty for a mode without ``preselect``."""
+    config = state.mode.config.preselect
+    if config is None or state.baseline:
+        return {}
+    texts = {index: user_text(message) for index, message in enumerate(messages)}
+    wanted = [(index, text) for index, text in texts.items() if text]
+    records = session.preselections()
+    if wanted:
+        newest = wanted[-1][1]
+        key = message_key(newest)
+        if key not in records:
+            found = preselect(state.searcher.get(), state.mode, newest, config)
+            recorded = session.preselect(key, found.tools)
+            if recorded is not None:
+                _expand_brief(state, session, recorded)
+                if state.events is not None:
+                    fields = found.as_fields(include_content=state.events.include_content)
+                    state.events.emit(
+                        "preselect", task=state.task_id, mode=state.mode.slug, fingerprint=state.registry.fingerprint,
+                        **fields,
+                    )  # fmt: skip
+            records = session.preselections()
+    notes: dict[int, str] = {}
+    for index, text in wanted:
+        tools = records.get(message_key(text), ())
+        if tools:
+            notes[index] = note(state, tools)
+    return notes
+
+
+def _appended(state: TaskState, tool: str) -> bool:
+    """Whether loading ``tool`` appends its full definition (else the model can call it already)."""
+    tiers = state.tiers
+    return state.mode.config.discovery or (tiers is not None and tiers.unlisted(tool))
+
+
+def _expand_brief(state: TaskState, session: TaskSession, chosen: Sequence[str]) -> None:
+    for tool in chosen:
+        if not _appended(state, tool) and tool not in state.mode.permanent:
+            session.mark_expanded(tool)  # its full text goes out in the note
+
+
+def note(state: TaskState, chosen: Sequence[str]) -> str:
+    """The note for one preselected message: the tools chosen, and the full text of those not appended in full."""
+    docs = state.registry.tools
+    appended = [t for t in chosen if _appended(state, t)]
+    expanded = [t for t in chosen if t not in appended and t not in state.mode.permanent and t in docs]
+    lines = [f"{NOTE_HEAD} {', '.join(chosen)}."]
+    if appended:
+        lines.append(f"Loaded into your tools for this task: {', '.join(appended)}.")
+    if expanded:
+        lines.append("Full documentation of the ones you already have:")
+        lines += [fetch_tool_doc(docs[t]) for t in expanded]
+    return "\n\n".join(lines)
+
+
+def with_note(message: Mapping[str, Any], text: str, *, block_type: str = "text") -> dict[str, Any]:
+    """A copy of the user ``message`` with ``text`` at its end: after a blank line in a string content, as a last
+    block (of ``block_type``) in a list content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": f"{content}\n\n{text}"}
+    blocks = list(content) if isinstance(content, list | tuple) else []
+    return {**message, "content": [*blocks, {"type": block_type, "text": text}]}
+
+
+def annotated(
+    state: TaskState, session: TaskSession, messages: Sequence[Any], *, block_type: str = "text"
+) -> list[Any]:
+    """``messages`` with the preselection note of each preselected user message (preselecting the newest first)."""
+    notes = preselection_notes(state, session, messages)
+    return [with_note(m, notes[i], block_type=block_type) if i in notes else m for i, m in enumerate(messages)]

@@ -1,0 +1,46 @@
+"""Preselection: the tools a request calls for, found before the model is asked.
+
+A small model asked to search or fetch mostly does neither. A mode with ``preselect: {k, min_confidence}`` has
+the user's own words searched (needs decomposition and learned phrasings included, as ``tool_search`` does) over
+its tools before each new user message goes out, and the best ``k`` whose confidence passes the floor are loaded
+for the task. Permanent tools are never counted: they are in full already.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.modes import Mode, PreselectConfig
+from .search import ToolSearch
+
+
+@dataclass(frozen=True)
+class Preselection:
+    """What one preselection found: the tools to load, best first, with their confidence (the search's 0..1
+    similarity of each tool to the request), and the request's own confidence that any tool serves it."""
+
+    query: str
+    tools: tuple[str, ...]
+    confidences: tuple[float, ...]
+    confidence: float
+
+    def as_fields(self, *, include_content: bool) -> dict[str, object]:
+        """The fields of a ``preselect`` event (the query only with content)."""
+        return {
+            "tools": list(self.tools),
+            "confidences": [round(c, 4) for c in self.confidences],
+            "confidence": round(self.confidence, 4),
+            **({"query": self.query} if include_content else {}),
+        }
+
+
+def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig) -> Preselection:
+    """The best ``config.k`` tools of ``mode`` for ``text`` at or above ``config.min_confidence``; none on a miss."""
+    query = " ".join(text.split())
+    if not query:
+        return Preselection("", (), (), 0.0)
+    permanent = set(mode.permanent)
+    result = search.search(query, mode, limit=config.k + len(permanent))
+    hits = [h for h in result.hits if h.name not in permanent and h.similarity >= config.min_confidence]
+    hits = hits[: config.k]
+    return Preselection(query, tuple(h.name for h in hits), tuple(h.similarity for h in hits), result.confidence)

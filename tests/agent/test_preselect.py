@@ -1,0 +1,178 @@
+"""Tool choice without the model's cooperation, in the loop: preselection from the task, loading into a tiered
+mode, recovery from calls to unseen schemas, and one-line answers to repeated fetches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prompt_composer import Composer, Registry, ToolDoc
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from prompt_composer.core.fetch import fetch_tool_doc
+from prompt_composer.core.modes import PreselectConfig, TierConfig
+from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.learn.events import EventLog, JsonlSink, read_events
+from prompt_composer.learn.stats import compute_stats
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from tests.helpers import bodies, make_doc, make_mode, served
+
+MODEL = "m"
+
+
+def tool(name: str, brief: str, param: str = "city") -> ToolDoc:
+    return make_doc(name, "mcp", brief=brief, params={param: {"type": "string", "description": f"The {param}."}})
+
+
+DOCS = [
+    make_doc("read_file"),
+    tool("weather_lookup", "Look up the weather forecast for a city. Use it before planning a trip."),
+    tool("currency_convert", "Convert an amount of money between currencies. Use it for prices abroad.", "amount"),
+    tool("train_times", "List the train departures between two stations. Use it to plan a rail journey.", "station"),
+    *(tool(f"filler_{i:02d}", f"Filler tool {i} manages widget number {i}. Use it for widget {i}.") for i in range(20)),
+]
+SMALL = TierConfig(share=0.004, context_tokens=200_000)  # 800 tokens: only catalog lines fit
+REG = Registry.from_docs(
+    DOCS,
+    [
+        make_mode("auto", groups=["read", "mcp"], tiers=SMALL, preselect=PreselectConfig(k=2, min_confidence=0.1)),
+        make_mode("tiered", groups=["read", "mcp"], tiers=SMALL),
+        make_mode("plain", groups=["read", "mcp"]),
+    ],
+)
+COMPOSER = Composer(REG)
+SEARCH = ToolSearch(REG, embedder=False)
+
+
+def client(sdk: Any, mode: str, **kw: Any) -> Any:
+    return wrap(sdk, composer=COMPOSER, search=SEARCH, mode=mode, task_id="t", **kw)
+
+
+def names(body: dict[str, Any]) -> list[str]:
+    return [t["name"] for t in body.get("tools", [])]
+
+
+def unmarked(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in t.items() if k != "cache_control"} for t in tools]
+
+
+def results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def message_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "\n".join(b["text"] for b in content if "text" in b)
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "\n".join(part["text"] for part in result["content"])
+
+
+def test_preselection_loads_the_tool_the_task_needs_after_the_unchanged_prefix(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    script = [tool_use_reply(("w1", "weather_lookup", {"city": "Paris"})), text_reply("Sunny.")]
+    events = EventLog(JsonlSink(log), include_content=True)
+    with served(script) as (server, sdk):
+        result = client(sdk, "auto", events=events).run(
+            "What is the weather forecast in Paris?", model=MODEL, executors={"weather_lookup": lambda i: "sunny"}
+        )
+        sent = bodies(server)
+    events.close()
+    assert result.text == "Sunny." and result.tool_calls[0].executed
+    first, second = sent
+    plain = COMPOSER.compose_tiered("auto")
+    # The preselected catalog tool is appended after everything a prompt without it holds, byte for byte.
+    assert names(first)[-1] == "weather_lookup" and "weather_lookup" not in [t["name"] for t in plain.tools]
+    assert unmarked(first["tools"][: len(plain.tools)]) == [dict(t) for t in plain.tools]
+    assert first["system"][0]["text"] == plain.system_stable
+    assert second["tools"] == first["tools"] and second["system"] == first["system"]
+    # The user message says what was chosen; the same note goes out on every request (the prefix holds).
+    note = message_text(first["messages"][0])
+    assert note.startswith("What is the weather forecast in Paris?\n\n[prompt-composer] Tools chosen for this request")
+    assert "Loaded into your tools for this task: weather_lookup" in note
+    assert message_text(second["messages"][0]) == note
+    preselect = [e for e in read_events([log])[0] if e["event"] == "preselect"]
+    assert len(preselect) == 1 and preselect[0]["tools"][0] == "weather_lookup"
+    assert preselect[0]["query"] == "What is the weather forecast in Paris?" and preselect[0]["confidences"]
+
+
+def test_stats_report_preselection_precision_and_recall(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    base = {"v": 1, "ts": 0.0, "mode": "auto", "provider": "anthropic"}
+    lines = [
+        {**base, "task": "a", "event": "preselect", "tools": ["weather_lookup", "train_times"]},
+        {**base, "task": "a", "event": "tool_call", "tool": "weather_lookup", "outcome": "ok"},
+        {**base, "task": "a", "event": "tool_call", "tool": "currency_convert", "outcome": "ok"},
+        {**base, "task": "a", "event": "tool_call", "tool": "read_file", "outcome": "ok"},
+        {**base, "task": "b", "event": "tool_call", "tool": "filler_01", "outcome": "ok"},  # no preselection
+    ]
+    log.write_text("".join(__import__("json").dumps(line) + "\n" for line in lines), encoding="utf-8")
+    events, _ = read_events([log])
+    mode = next(m for m in compute_stats(events, REG, source="log").modes if m.mode == "auto")
+    assert (mode.preselected, mode.preselected_used) == (2, 1)
+    assert mode.preselection_precision == 0.5
+    assert mode.preselection_recall == 2 / 3  # weather_lookup (preselected) and read_file (permanent) of three
+    assert "Preselection" in compute_stats(events, REG, source="log").render()
+
+
+def test_a_bad_call_to_a_tool_whose_schema_was_not_seen_runs_nothing_and_gets_its_full_text() -> None:
+    ran: list[dict[str, Any]] = []
+    script = [
+        tool_use_reply(("c1", "currency_convert", {"city": "Rome"})),  # the brief hides `amount`
+        tool_use_reply(("c2", "currency_convert", {"amount": "10 EUR"})),
+        text_reply("done"),
+    ]
+    with served(script) as (server, sdk):
+        result = client(sdk, "plain").run("go", model=MODEL, executors={"currency_convert": ran.append})
+        sent = bodies(server)
+    assert ran == [{"amount": "10 EUR"}]  # only the second call ran
+    first = results(sent[1])[0]
+    assert first["is_error"] and "nothing was run" in text_of(first)
+    assert fetch_tool_doc(REG.tools["currency_convert"]) in text_of(first)
+    assert [c.executed for c in result.tool_calls] == [False, True]
+
+
+def test_a_call_to_a_catalog_tool_not_yet_loaded_loads_it_and_asks_again() -> None:
+    ran: list[dict[str, Any]] = []
+    script = [
+        tool_use_reply(("c1", "train_times", {"station": "Lyon"})),
+        tool_use_reply(("c2", "train_times", {"station": "Lyon"})),
+        text_reply("done"),
+    ]
+    with served(script) as (server, sdk):
+        client(sdk, "tiered").run("go", model=MODEL, executors={"train_times": ran.append})
+        sent = bodies(server)
+    assert "train_times" not in names(sent[0]) and names(sent[1])[-1] == "train_times"
+    refused = results(sent[1])[0]
+    assert refused["is_error"] and "was not loaded" in text_of(refused) and "unknown" not in text_of(refused)
+    assert fetch_tool_doc(REG.tools["train_times"]) in text_of(refused)
+    assert ran == [{"station": "Lyon"}]  # the second call, with the schema shown, ran
+    assert names(sent[2])[: len(names(sent[1]))] == names(sent[1])  # loading only appended
+
+
+def test_a_second_fetch_of_a_tool_answers_with_one_line() -> None:
+    script = [
+        tool_use_reply(("f1", FETCH_TOOL_NAME, {"name": "currency_convert"})),
+        tool_use_reply(("f2", FETCH_TOOL_NAME, {"name": "currency_convert"})),
+        text_reply("done"),
+    ]
+    with served(script) as (server, sdk):
+        client(sdk, "plain").run("go", model=MODEL)
+        sent = bodies(server)
+    first, second = text_of(results(sent[1])[0]), text_of(results(sent[2])[0])
+    assert first == fetch_tool_doc(REG.tools["currency_convert"])
+    assert second.startswith("currency_convert is already documented in full above") and "\n" not in second
+
+
+def test_fetching_a_catalog_tool_loads_it_and_tool_search_loads_what_it_finds() -> None:
+    script = [
+        tool_use_reply(("f1", FETCH_TOOL_NAME, {"name": "train_times"})),
+        tool_use_reply(("s1", TOOL_SEARCH_NAME, {"query": "weather forecast for a city"})),
+        text_reply("done"),
+    ]
+    with served(script) as (server, sdk):
+        client(sdk, "tiered").run("go", model=MODEL)
+        sent = bodies(server)
+    assert names(sent[1])[-1] == "train_times"
+    assert names(sent[2])[-2:] == ["train_times", "weather_lookup"]
