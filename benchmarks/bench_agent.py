@@ -1,12 +1,13 @@
-"""Agent-level A/B on the real local model: static vs composed vs every_turn vs discovery, per task set.
+"""Agent-level A/B on the real local model: static, composed, every_turn, discovery, auto and oracle, per task set.
 
 Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--variants ...] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
 `large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
 Takes about an hour on 2 cores (most of it the cold 12k-token static prompt of the coding set and every_turn's
 recomputed prefixes). Starts one server (16k context) for the whole run; every task runs through the tool loop
-(`prompt_composer.bench.run_bench`), variant by variant. Token figures are ratios against the static
-variant of the same set and run; "ttft later (FIFO)" is the median time to first token of the requests after a
+(`prompt_composer.agent.run_bench`), variant by variant. Token figures are ratios against the static
+variant of the same set and run (prompt tokens a request, counted with tiktoken, overflowing requests included);
+"ttft later (FIFO)" is the median time to first token of the requests after a
 task's first, over the tasks whose choice changed the recent-use FIFO (a tool the mode does not hold in full).
 """
 
@@ -82,25 +83,27 @@ def fifo_ttft(report: BenchReport, variant: str, permanent: set[str]) -> float |
 
 def table(name: str, report: BenchReport, permanent: set[str]) -> list[str]:
     static = report.variants.get("static")
-    sent_static = (static.input_tokens + static.cache_read_tokens) if static else 0
+    per_static = static.prompt_tokens_per_request if static else 0.0
     lines = [
         f"**{name}**",
         "",
-        "| variant | tasks | first-tool acc. | args acc. | prompt tokens sent | vs static | uncached input | "
-        "fetches | errors | overflows | wall s | ttft 1st | ttft later | ttft later (FIFO) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | tasks | first-tool acc. | args acc. | requests | prompt tokens / request | vs static | "
+        "tokens sent | uncached input | fetches | errors | overflows | wall s | ttft 1st | ttft later | "
+        "ttft later (FIFO) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, r in report.variants.items():
         sent = r.input_tokens + r.cache_read_tokens
-        ratio = f"{sent / sent_static:.2f}" if sent_static else "-"
+        ratio = f"{r.prompt_tokens_per_request / per_static:.2f}" if per_static else "-"
         args = "-" if r.args_accuracy is None else f"{r.args_accuracy:.0%}"
         first = "-" if r.ttft_first_median_s is None else f"{r.ttft_first_median_s:.2f}"
         later = "-" if r.ttft_later_median_s is None else f"{r.ttft_later_median_s:.2f}"
         fifo = fifo_ttft(report, variant, permanent)
+        fifo_text = "-" if fifo is None else f"{fifo:.2f}"
         lines.append(
-            f"| {variant} | {r.tasks} | {r.first_tool_accuracy:.0%} | {args} | {sent:,} | {ratio} | "
-            f"{r.input_tokens:,} | {r.fetch_calls} | {r.errors} | {r.overflows} | {r.wall_s:.0f} | {first} | "
-            f"{later} | {'-' if fifo is None else f'{fifo:.2f}'} |"
+            f"| {variant} | {r.tasks} | {r.first_tool_accuracy:.0%} | {args} | {r.requests} | "
+            f"{r.prompt_tokens_per_request:,.0f} | {ratio} | {sent:,} | {r.input_tokens:,} | {r.fetch_calls} | "
+            f"{r.errors} | {r.overflows} | {r.wall_s:.0f} | {first} | {later} | {fifo_text} |"
         )
     return lines
 

@@ -17,6 +17,10 @@ Variants (each a way to send the same registry and mode):
 - ``composed``: the mode as configured, under its own promotion policy.
 - ``every_turn``: the mode, recomposed every request from the recent-use FIFO.
 - ``discovery``: the mode with discovery on (permanent tools, ``tool_search`` and fetch; found tools join).
+- ``auto``: the mode with preselection and tiers (its own ``preselect`` and ``tiers`` if it has them, else the
+  defaults, the tiers sized to the model's context): the tools a task calls for are loaded before the model asks.
+- ``oracle``: the task's expected tools in full, plus the permanent ones, and nothing else: the ceiling a perfect
+  retriever would give.
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
 to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from ..core.modes import PreselectConfig, TierConfig
 from ..core.registry import Registry
 from ..errors import InputFileError, PromptComposerError
 from ..shared.files import json_lines, line_error
@@ -43,8 +48,9 @@ from ..shared.files import json_lines, line_error
 if TYPE_CHECKING:
     from .results import Iteration
 
-Variant = Literal["static", "composed", "every_turn", "discovery"]
-VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery")
+Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle"]
+VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery", "auto", "oracle")
+DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
 _TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace"})
 
@@ -120,13 +126,38 @@ def check_tasks(tasks: Sequence[BenchTask], registry: Registry, mode: str) -> No
                 raise InputFileError(f"{where}: expected tool {name!r} is not in mode {mode!r}")
 
 
-def variant_registry(registry: Registry, mode: str, variant: Variant) -> Registry:
-    """The registry a variant runs on: the same, except ``discovery`` turns discovery on in ``mode``."""
-    if variant != "discovery":
+def variant_registry(
+    registry: Registry,
+    mode: str,
+    variant: Variant,
+    *,
+    expect: Sequence[str] = (),
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+) -> Registry:
+    """The registry a variant runs on: the same, except in ``mode``: ``discovery`` turns discovery on, ``auto``
+    adds preselection and tiers (unless the mode has its own), ``oracle`` keeps only the permanent tools and the
+    task's ``expect``, all in full."""
+    config = registry.mode(mode).config
+    if variant == "discovery":
+        changed = config.model_copy(update={"discovery": True})
+    elif variant == "auto":
+        changed = config.model_copy(
+            update={
+                "discovery": False,
+                "preselect": config.preselect or PreselectConfig(),
+                "tiers": config.tiers or TierConfig(context_tokens=context_tokens),
+            }
+        )
+    elif variant == "oracle":
+        keep = tuple(dict.fromkeys((*config.permanent, *expect)))
+        changed = config.model_copy(
+            update={"groups": (), "include": keep, "exclude": (), "permanent": keep, "discovery": False, "tiers": None}
+        )
+    else:
         return registry
     configs = [m.config for m in registry.modes.values() if m.slug != mode]
-    configs.append(registry.mode(mode).config.model_copy(update={"discovery": True}))
-    return Registry.from_docs(registry.tools.values(), configs, root=registry.root, groups=registry.groups.values())
+    groups = registry.groups.values()
+    return Registry.from_docs(registry.tools.values(), [*configs, changed], root=registry.root, groups=groups)
 
 
 @dataclass
@@ -146,6 +177,28 @@ class TaskOutcome:
     overflow: bool = False
     wall_s: float = 0.0
     first_token_s: list[float] = field(default_factory=list)  # per request, in order
+    expected: tuple[str, ...] = ()
+    # The composed prompt (system and tools, tiktoken) of each request; for a task that failed before its first
+    # answer (a context overflow), of the request it could not send.
+    prompt_tokens: list[int] = field(default_factory=list)
+    ended: str = ""  # choice, answer, max_iterations, max_iterations_fetching, overflow or error
+
+    def as_dict(self) -> dict[str, Any]:
+        """One row of ``per_task``: enough to read a miss without running it again."""
+        return {
+            "id": self.task,
+            "variant": self.variant,
+            "expected": list(self.expected),
+            "choice": self.choice,
+            "right": self.correct,
+            "arguments_right": self.args_ok,
+            "requests": self.requests,
+            "tokens": self.input_tokens + self.cache_read_tokens,
+            "prompt_tokens": list(self.prompt_tokens),
+            "fetches": self.fetch_calls,
+            "ended": self.ended,
+            **({"error": self.error} if self.error else {}),
+        }
 
 
 @dataclass
@@ -161,6 +214,8 @@ class VariantReport:
     wall_s: float
     ttft_first_median_s: float | None  # the first request of each task
     ttft_later_median_s: float | None  # every request after a task's first: the cache effect
+    requests: int = 0
+    prompt_tokens_per_request: float = 0.0  # the composed prompt (tiktoken), overflowing requests included
 
     @classmethod
     def of(cls, outcomes: Sequence[TaskOutcome]) -> VariantReport:
@@ -179,7 +234,13 @@ class VariantReport:
             wall_s=round(sum(o.wall_s for o in outcomes), 2),
             ttft_first_median_s=round(statistics.median(firsts), 3) if firsts else None,
             ttft_later_median_s=round(statistics.median(later), 3) if later else None,
+            requests=sum(o.requests for o in outcomes),
+            prompt_tokens_per_request=round(statistics.mean(sent), 1) if (sent := _sent(outcomes)) else 0.0,
         )
+
+
+def _sent(outcomes: Sequence[TaskOutcome]) -> list[int]:
+    return [tokens for o in outcomes for tokens in o.prompt_tokens]
 
 
 def _ratio(part: int, whole: int) -> float:
@@ -192,7 +253,10 @@ class BenchReport:
     outcomes: list[TaskOutcome]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"variants": {name: vars(report) for name, report in self.variants.items()}}
+        return {
+            "variants": {name: vars(report) for name, report in self.variants.items()},
+            "per_task": [o.as_dict() for o in self.outcomes],
+        }
 
 
 def _is_overflow(exc: Exception) -> bool:
@@ -215,9 +279,10 @@ def run_bench(
     max_tokens: int = 512,
     extra_body: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
 ) -> BenchReport:
     """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic`` or an
-    ``openai.OpenAI``)."""
+    ``openai.OpenAI``). ``context_tokens`` is the model's context: ``auto`` sizes its tiers to it."""
     from ..core.composer import Composer
     from ..discovery.search import ToolSearch
     from .results import StopLoop
@@ -231,12 +296,19 @@ def run_bench(
     outcomes: list[TaskOutcome] = []
     reports: dict[str, VariantReport] = {}
     for variant in variants:
-        composer = Composer(variant_registry(registry, mode, variant))
-        # One search index per variant, shared by its tasks (built on the first tool_search, as in an agent).
-        search = ToolSearch(composer.registry) if variant == "discovery" else None
+        shared = (
+            None
+            if variant == "oracle"
+            else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
+        )
+        # One search index per variant, shared by its tasks (built on the first search, as in an agent).
+        search = ToolSearch(shared.registry) if shared is not None and variant in ("discovery", "auto") else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
-            outcome = TaskOutcome(task.id, variant, args_ok=False if task.args else None)
+            composer = shared or Composer(
+                variant_registry(registry, mode, variant, expect=task.expect, context_tokens=context_tokens)
+            )
+            outcome = TaskOutcome(task.id, variant, args_ok=False if task.args else None, expected=task.expect)
             wrapped = wrap(
                 client,
                 composer=composer,
@@ -258,6 +330,8 @@ def run_bench(
                 max_tokens=max_tokens,
                 extra_body=extra_body,
             )
+            if not outcome.prompt_tokens:  # nothing answered: count what the first request would have sent
+                outcome.prompt_tokens.append(wrapped.prompt().tokens.total)
             outcome.wall_s = round(time.perf_counter() - start, 3)
             done.append(outcome)
             say(_progress_line(variant, number, len(tasks), outcome))
@@ -311,6 +385,19 @@ def _run_task(
         outcome.overflow = _is_overflow(exc)
     if outcome.choice is None and not task.expect and outcome.error is None:
         outcome.correct = True  # no call, and none was right
+    outcome.ended = _ending(outcome)
+
+
+def _ending(outcome: TaskOutcome) -> str:
+    """How the task ended: at its choice, at a final answer, out of iterations (on fetches or not), on an overflow
+    or another error."""
+    if outcome.choice is not None:
+        return "choice"
+    if outcome.overflow:
+        return "overflow"
+    if outcome.error is not None and "max_iterations" in outcome.error:
+        return "max_iterations_fetching" if outcome.fetch_calls >= outcome.requests - 1 else "max_iterations"
+    return "error" if outcome.error is not None else "answer"
 
 
 def _progress_line(variant: str, number: int, total: int, outcome: TaskOutcome) -> str:
@@ -347,6 +434,7 @@ class _Watch:
     def __call__(self, iteration: Iteration) -> None:
         outcome = self.outcome
         outcome.requests += 1
+        outcome.prompt_tokens.append(iteration.prompt.tokens.total)
         outcome.input_tokens += iteration.usage.input_tokens
         outcome.cache_read_tokens += iteration.usage.cache_read_input_tokens
         if iteration.first_token is not None:

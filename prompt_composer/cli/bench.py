@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, cast
 
-from ..agent.bench import VARIANTS, Variant, load_tasks, render_table, run_bench
+from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
 from ._common import positive_int, registry_of
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 
@@ -19,9 +19,10 @@ def register(sub: Any) -> None:
         "bench",
         help="A/B the prompt variants on tasks through the tool loop and a real model",
         description="Run each task once per variant (static: every tool in full, no fetch tool; composed: the mode "
-        "as configured; every_turn; discovery) through the tool loop against a model server, and report first-tool "
-        "and argument accuracy, tokens, fetches, errors and time to first token. Exit 1 when every task of a "
-        "variant failed (a server that is down, a wrong key or model name).",
+        "as configured; every_turn; discovery; auto: preselection and tiers; oracle: the expected tools in full) "
+        "through the tool loop against a model server, and report first-tool and argument accuracy, tokens, "
+        "fetches, errors and time to first token (--format json adds every task's outcome). Exit 1 when every "
+        "task of a variant failed (a server that is down, a wrong key or model name).",
     )
     p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
     p.add_argument("--mode", required=True, help="the mode to run the tasks in")
@@ -32,6 +33,13 @@ def register(sub: Any) -> None:
     p.add_argument("--max-iterations", type=positive_int, default=4, help="requests per task at most (default: 4)")
     p.add_argument("--max-tokens", type=positive_int, default=512, help="per response (default: 512)")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0)")
+    p.add_argument(
+        "--context",
+        type=positive_int,
+        default=DEFAULT_CONTEXT_TOKENS,
+        metavar="TOKENS",
+        help=f"the model's context, which auto sizes its tiers to (default: {DEFAULT_CONTEXT_TOKENS})",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=cmd_bench)
 
@@ -62,6 +70,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             extra_body={"temperature": args.temperature},
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            context_tokens=args.context,
         )
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))

@@ -245,3 +245,30 @@ def test_the_command_refuses_unknown_variants_and_remote_servers_without_a_key(
     bad = write_tasks(tmp_path, "{oops")
     assert main(["bench", "--tasks", str(bad), "--mode", "code", "--base-url", "http://127.0.0.1:9"]) == 2
     assert f"{bad}:1: invalid JSON" in capsys.readouterr().err
+
+
+def test_auto_preselects_and_oracle_sends_only_the_expected_tools() -> None:
+    task = BenchTask("t", "Use glob", ("glob",))
+    script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")] * 2
+    with served(script) as (server, sdk):
+        report = run_bench(sdk, REG, "work", [task], model="m", variants=["auto", "oracle"], context_tokens=100_000)
+        sent = bodies(server)
+    auto, _, oracle, _ = ([t["name"] for t in body["tools"]] for body in sent)
+    assert "tool_search" in auto and FETCH_TOOL_NAME in auto  # tiered: search and fetch load what is missing
+    assert "[prompt-composer] Tools chosen for this request: glob" in json.dumps(sent[0]["messages"])
+    assert oracle == ["read_file", "glob", FETCH_TOOL_NAME]  # the permanent tool and the expected one, in full
+    assert "FULL TEXT OF GLOB" in {t["name"]: t["description"] for t in sent[2]["tools"]}["glob"]
+    assert report.variants["auto"].first_tool_accuracy == report.variants["oracle"].first_tool_accuracy == 1.0
+    data = report.as_dict()
+    assert data["variants"]["auto"]["requests"] == 2 and data["variants"]["auto"]["prompt_tokens_per_request"] > 0
+    rows = {(row["variant"], row["id"]): row for row in data["per_task"]}
+    assert rows[("oracle", "t")]["ended"] == "choice" and rows[("oracle", "t")]["expected"] == ["glob"]
+    assert rows[("auto", "t")]["choice"] == "glob" and rows[("auto", "t")]["right"] is True
+
+
+def test_a_task_that_only_fetches_ends_as_fetching_out_of_iterations() -> None:
+    task = BenchTask("t", "go", ("glob",))
+    script = [tool_use_reply((f"f{i}", FETCH_TOOL_NAME, {"name": "glob"})) for i in range(4)]
+    with served(script) as (_server, sdk):
+        report = run_bench(sdk, REG, "work", [task], model="m", variants=["composed"], max_iterations=4)
+    assert report.outcomes[0].ended == "max_iterations_fetching" and report.outcomes[0].fetch_calls == 4
