@@ -1,14 +1,23 @@
-"""Tool-poisoning lint benchmark: recall on the poisoned corpus (tests/data/poison), false positives on real
-catalogs (Roo Code, the GitHub MCP server, the MCP reference servers, Playwright, Chrome DevTools, Notion) and
-the shipped tool_docs, and precision over both.
+"""Tool-poisoning lint benchmark: recall on the poisoned cases of the corpus (tests/data/poison), false positives
+on its clean cases and on real catalogs (Roo Code, the GitHub MCP server, the MCP reference servers, Playwright,
+Chrome DevTools, Notion, LiveMCPBench's community servers, MetaTool's OpenAI plugins) and the shipped tool_docs.
 
     python benchmarks/bench_security.py [--details]
 
+The corpus is labelled case by case (``_label``: poisoned or clean; ``_expect``: the rules a poisoned case
+should hit). It has rounds: the *known* cases (``tools/*.json`` and ``docs/``), which the rules were tuned on, and
+blind rounds written after the rules were frozen and never tuned on: ``tools/blind.json`` (round 1, poisoned
+only) and ``blind/`` (round 2, poisoned and clean). Each round's recall and false positives are printed
+separately: a blind round is the honest estimate for wording the rules have not seen.
+
+Recall is the share of poisoned docs *quarantined* (a finding at QUARANTINE_SEVERITY, high); a false positive is
+a clean doc quarantined. Docs only sent to review (a medium finding) are counted in their own column.
+
 Every catalog tool becomes a tool doc the way ``prompt-composer import json`` builds one (drafted brief, full =
-description + parameter reference); Roo Code's XML-protocol texts are taken verbatim as full forms. The
-LiveMCPBench community servers (527 tools of uneven quality) are reported on a separate line, outside the
-totals. Catalogs missing from ``../shared/corpora`` (or ``$PROMPT_COMPOSER_SHARED/corpora``) are skipped with a
-note. Prints Markdown tables; ``--details`` also lists every flagged clean tool and every missed poisoned one.
+description + parameter reference); Roo Code's XML-protocol texts are taken verbatim as full forms, and a MetaTool
+plugin's model-facing text (``description_for_model``) is its description. Catalogs missing from
+``../shared/corpora`` (or ``$PROMPT_COMPOSER_SHARED/corpora``) are skipped with a note. Prints Markdown tables;
+``--details`` also lists every flagged clean doc, every reviewed one and every missed poisoned one.
 """
 
 from __future__ import annotations
@@ -28,8 +37,8 @@ from prompt_composer import ToolDoc, load_registry
 from prompt_composer.importers.brief import draft_brief
 from prompt_composer.importers.drafting import tool_docs_from_upstream
 from prompt_composer.importers.tool_list import parse_tool_list
-from prompt_composer.safety.lint import Finding, full_size_limit, scan, sibling_names
-from prompt_composer.safety.rules import QUARANTINE_SEVERITY, SEVERITIES, at_least
+from prompt_composer.safety.lint import Finding, full_size_limit, review_rules, scan, sibling_names
+from prompt_composer.safety.rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, SEVERITIES, at_least
 
 ROOT = Path(__file__).resolve().parents[1]
 POISON = ROOT / "tests" / "data" / "poison"
@@ -114,38 +123,86 @@ def clean_catalogs(corpora: Path | None = None, *, community: bool = False) -> d
             except Exception:  # a community schema the importer refuses is not a lint question
                 continue
         out["LiveMCPBench (community)"] = docs
+    metatool = corpora / "metatool" / "tools.json"
+    if community and metatool.is_file():
+        plugins = json.loads(metatool.read_text(encoding="utf-8"))
+        entries = [
+            {"name": t["name"], "description": t.get("description_for_model") or t["description"], "parameters": {}}
+            for t in plugins
+        ]
+        out["MetaTool (OpenAI plugins)"] = _imported("metatool", entries)
     return out
 
 
-# --- the poisoned side ----------------------------------------------------------------------------------
+# --- the corpus -----------------------------------------------------------------------------------------
+
+KNOWN = "known"  # the round the rules were tuned on
 
 
 @dataclass(frozen=True)
-class Poisoned:
+class Case:
+    """One labelled doc of the corpus."""
+
     doc: ToolDoc
-    attack: str  # the pattern it follows, e.g. "hidden <IMPORTANT> block"
-    expect: tuple[str, ...]  # rule ids that should fire
+    attack: str  # the pattern a poisoned case follows, or what a clean one is
+    expect: tuple[str, ...]  # rule ids that should fire (none for a clean case)
     source: Path
+    label: str = "poisoned"  # or "clean"
+    round: str = KNOWN  # "known", or the blind round it belongs to
+
+    @property
+    def set_name(self) -> str:
+        """The set a case is counted in: its file's stem ("docs" for the hand-written docs), under its round."""
+        stem = self.source.parent.name if self.source.suffix == ".yaml" else self.source.stem
+        return stem if self.round == KNOWN else f"{self.round}/{stem}"
 
 
-def poisoned_docs(folder: Path = POISON) -> list[Poisoned]:
-    """The poisoned corpus: every tool of ``tools/*.json`` imported as ``import json`` would, plus the hand-written
-    docs of ``docs/`` as they are."""
-    out: list[Poisoned] = []
-    for path in sorted((folder / "tools").glob("*.json")):
-        entries = json.loads(path.read_text(encoding="utf-8"))
-        _, tools = parse_tool_list({"tools": entries}, source=str(path))
-        docs = tool_docs_from_upstream(tools, server=path.stem, group="poison")
-        for entry, doc in zip(entries, docs, strict=True):
-            out.append(Poisoned(doc, entry["_attack"], tuple(entry["_expect"]), path))
+Poisoned = Case  # the name the tests knew
+
+
+def _round_of(path: Path, folder: Path) -> str:
+    if path.parent.name == "blind":
+        return "blind-2"
+    return "blind-1" if path.name == "blind.json" else KNOWN
+
+
+def _json_cases(path: Path, folder: Path) -> list[Case]:
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    _, tools = parse_tool_list({"tools": entries}, source=str(path))
+    docs = tool_docs_from_upstream(tools, server=path.stem, group="poison")
+    round_ = _round_of(path, folder)
+    return [
+        Case(
+            doc, e.get("_attack") or e.get("_about", ""), tuple(e["_expect"]), path, e.get("_label", "poisoned"), round_
+        )
+        for e, doc in zip(entries, docs, strict=True)
+    ]
+
+
+def corpus_cases(folder: Path = POISON) -> list[Case]:
+    """Every labelled case: each tool of ``tools/*.json`` and ``blind/*.json`` imported as ``import json`` would,
+    and the hand-written (poisoned) docs of ``docs/`` as they are."""
+    out: list[Case] = []
+    for path in [*sorted((folder / "tools").glob("*.json")), *sorted((folder / "blind").glob("*.json"))]:
+        out += _json_cases(path, folder)
     docs_dir = folder / "docs"
     if docs_dir.is_dir():
         registry = load_registry(docs_dir)
         notes = json.loads((docs_dir / "expect.json").read_text(encoding="utf-8"))
         for name, doc in registry.tools.items():
             note = notes[name]
-            out.append(Poisoned(doc, note["attack"], tuple(note["expect"]), docs_dir / f"{name}.yaml"))
+            out.append(Case(doc, note["attack"], tuple(note["expect"]), docs_dir / f"{name}.yaml"))
     return out
+
+
+def poisoned_docs(folder: Path = POISON) -> list[Case]:
+    """The poisoned cases of the corpus, every round."""
+    return [c for c in corpus_cases(folder) if c.label == "poisoned"]
+
+
+def clean_cases(folder: Path = POISON) -> list[Case]:
+    """The clean cases of the corpus, every round."""
+    return [c for c in corpus_cases(folder) if c.label == "clean"]
 
 
 # --- measuring ------------------------------------------------------------------------------------------
@@ -164,7 +221,8 @@ def flagged(findings: Iterable[Finding], threshold: str) -> bool:
 
 @dataclass(frozen=True)
 class Counts:
-    """How many of ``total`` docs have a finding at or above each severity."""
+    """How many of ``total`` docs have a finding at or above each severity (high: quarantined; medium: at least
+    sent to review; low: any finding)."""
 
     total: int
     flagged: dict[str, int]
@@ -173,11 +231,30 @@ class Counts:
     def of(cls, findings: Sequence[Sequence[Finding]]) -> Counts:
         return cls(len(findings), {s: sum(flagged(f, s) for f in findings) for s in SEVERITIES})
 
+    @classmethod
+    def zero(cls) -> Counts:
+        return cls(0, dict.fromkeys(SEVERITIES, 0))
+
     def share(self, threshold: str) -> float:
         return self.flagged[threshold] / self.total if self.total else 0.0
 
+    @property
+    def quarantined(self) -> int:
+        return self.flagged[QUARANTINE_SEVERITY]
+
+    @property
+    def review_only(self) -> int:
+        return self.flagged[REVIEW_SEVERITY] - self.flagged[QUARANTINE_SEVERITY]
+
     def __add__(self, other: Counts) -> Counts:
         return Counts(self.total + other.total, {s: self.flagged[s] + other.flagged[s] for s in SEVERITIES})
+
+
+def _sum(counts: Iterable[Counts]) -> Counts:
+    total = Counts.zero()
+    for c in counts:
+        total = total + c
+    return total
 
 
 def precision(poisoned: Counts, clean: Counts, threshold: str) -> float:
@@ -187,31 +264,66 @@ def precision(poisoned: Counts, clean: Counts, threshold: str) -> float:
 
 @dataclass(frozen=True)
 class Measurement:
-    poisoned: dict[str, Counts]  # per poisoned set (file stem, or "docs")
-    clean: dict[str, Counts]  # per clean catalog
-    missed: list[Poisoned]  # poisoned docs with nothing at quarantine severity
-    flagged_clean: list[tuple[str, str, Finding]]  # (catalog, doc, finding) at quarantine severity
+    poisoned: dict[str, Counts]  # per poisoned set (file stem, "docs", or "<blind round>/<stem>")
+    clean: dict[str, Counts]  # per clean set: the corpus's clean cases ("cases/<stem>") and each catalog
+    rounds: dict[str, str]  # each set's round: "known" (catalogs too) or a blind round
+    missed: list[Case]  # poisoned docs not quarantined
+    flagged_clean: list[tuple[str, str, Finding]]  # (set, doc, finding) that quarantines a clean doc
+    reviewed_clean: list[tuple[str, str, tuple[str, ...]]]  # (set, doc, rules) of clean docs sent to review only
 
-    def poisoned_total(self, *, blind: bool | None = None) -> Counts:
-        sets = [c for name, c in self.poisoned.items() if blind is None or (name == "blind") == blind]
-        return sum(sets[1:], sets[0]) if sets else Counts(0, dict.fromkeys(SEVERITIES, 0))
+    def _in(self, name: str, round_: str | None) -> bool:
+        got = self.rounds.get(name, KNOWN)
+        return round_ is None or got == round_ or (round_ == "blind" and got != KNOWN)
 
-    def clean_total(self, *, community: bool = False) -> Counts:
-        sets = [c for name, c in self.clean.items() if community or "community" not in name]
-        return sum(sets[1:], sets[0]) if sets else Counts(0, dict.fromkeys(SEVERITIES, 0))
+    def poisoned_total(self, round_: str | None = None) -> Counts:
+        """All poisoned docs of ``round_`` ("known", "blind" for every blind round, "blind-2" …; None: all)."""
+        return _sum(c for name, c in self.poisoned.items() if self._in(name, round_))
+
+    def clean_total(self, round_: str | None = KNOWN, *, community: bool = True, cases: bool = True) -> Counts:
+        """The clean docs of ``round_``: the corpus's clean cases (unless ``cases`` is false) and, for the known
+        round, the catalogs (the community ones, LiveMCPBench and MetaTool, unless ``community`` is false)."""
+        return _sum(
+            c
+            for name, c in self.clean.items()
+            if self._in(name, round_)
+            and (cases or not name.startswith(("cases/", "blind")))
+            and (community or not _community(name))
+        )
 
 
-def measure(poisoned: Sequence[Poisoned], clean: Mapping[str, Sequence[ToolDoc]]) -> Measurement:
-    """Scan both sides once. Each poisoned set is scanned as one catalog (its own size threshold)."""
-    sets: dict[str, list[Poisoned]] = {}
-    for p in poisoned:
-        sets.setdefault(p.source.parent.name if p.source.suffix == ".yaml" else p.source.stem, []).append(p)
-    poisoned_counts, missed = {}, []
-    for name, items in sorted(sets.items()):
-        found = findings_of([p.doc for p in items])
-        poisoned_counts[name] = Counts.of(found)
-        missed += [p for p, f in zip(items, found, strict=True) if not flagged(f, QUARANTINE_SEVERITY)]
-    clean_counts, flagged_clean = {}, []
+def _community(name: str) -> bool:
+    return "community" in name or "MetaTool" in name
+
+
+def measure(cases: Sequence[Case], clean: Mapping[str, Sequence[ToolDoc]]) -> Measurement:
+    """Scan the corpus (each set as one catalog: its own size threshold and siblings) and each clean catalog."""
+    sets: dict[str, list[Case]] = {}
+    for case in cases:
+        sets.setdefault(case.set_name, []).append(case)
+    poisoned, clean_counts, rounds = {}, {}, {}
+    missed: list[Case] = []
+    flagged_clean: list[tuple[str, str, Finding]] = []
+    reviewed: list[tuple[str, str, tuple[str, ...]]] = []
+    for name, items in sorted(sets.items(), key=lambda kv: (kv[1][0].round != KNOWN, kv[0])):  # known first
+        found = findings_of([c.doc for c in items])
+        bad = [(c, f) for c, f in zip(items, found, strict=True) if c.label == "poisoned"]
+        good = [(c, f) for c, f in zip(items, found, strict=True) if c.label == "clean"]
+        if bad:
+            poisoned[name] = Counts.of([f for _, f in bad])
+            rounds[name] = items[0].round
+            missed += [c for c, f in bad if not flagged(f, QUARANTINE_SEVERITY)]
+        if good:
+            label = name if items[0].round != KNOWN else f"cases/{name}"
+            clean_counts[label] = Counts.of([f for _, f in good])
+            rounds[label] = items[0].round
+            flagged_clean += [
+                (label, c.doc.name, x) for c, f in good for x in f if at_least(x.severity, QUARANTINE_SEVERITY)
+            ]
+            reviewed += [
+                (label, c.doc.name, review_rules(f))
+                for c, f in good
+                if review_rules(f) and not flagged(f, QUARANTINE_SEVERITY)
+            ]
     for name, docs in clean.items():
         found = findings_of(docs)
         clean_counts[name] = Counts.of(found)
@@ -221,64 +333,81 @@ def measure(poisoned: Sequence[Poisoned], clean: Mapping[str, Sequence[ToolDoc]]
             for f in fs
             if at_least(f.severity, QUARANTINE_SEVERITY)
         ]
-    return Measurement(poisoned_counts, clean_counts, missed, flagged_clean)
+        reviewed += [
+            (name, doc.name, review_rules(fs))
+            for doc, fs in zip(docs, found, strict=True)
+            if review_rules(fs) and not flagged(fs, QUARANTINE_SEVERITY)
+        ]
+    return Measurement(poisoned, clean_counts, rounds, missed, flagged_clean, reviewed)
 
 
 def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-_LABEL = {"high": "high", "medium": "≥ medium", "low": "any"}
+def _ratio(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({_pct(part / whole if whole else 0.0)})"
+
+
+def _row(name: str, round_: str, c: Counts) -> str:
+    return f"| {name} | {round_} | {c.total} | {c.quarantined} | {c.review_only} | {c.flagged['low']} |"
+
+
+def _print_sets(m: Measurement) -> None:
+    print("## Poisoned cases (tests/data/poison): docs quarantined\n")
+    print("| set | round | docs | quarantined (high) | review only (medium) | any finding |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, c in m.poisoned.items():
+        print(_row(name, m.rounds[name], c))
+    print("\n## Clean docs: corpus cases and real catalogs (false positives)\n")
+    print("| set | round | docs | quarantined (false positive) | review only | any finding (incl. links) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, c in m.clean.items():
+        print(_row(name, m.rounds.get(name, KNOWN), c))
+
+
+def _print_summary(m: Measurement) -> None:
+    print("\n## Summary (quarantined = a finding at high)\n")
+    print("| round | poisoned quarantined (recall) | clean quarantined (false positives) | clean sent to review |")
+    print("|---|---:|---:|---:|")
+    rows = [("known (tuned on)", m.poisoned_total(KNOWN), m.clean_total(KNOWN))]
+    rows += [
+        (f"{r} (blind, never tuned on)", m.poisoned_total(r), m.clean_total(r))
+        for r in sorted({r for r in m.rounds.values() if r != KNOWN})
+    ]
+    for label, p, c in rows:
+        clean = f"{_ratio(c.quarantined, c.total)} | {_ratio(c.review_only, c.total)}" if c.total else "— | —"
+        print(f"| {label} | {_ratio(p.quarantined, p.total)} | {clean} |")
+    cases = m.clean_total(KNOWN) + Counts.zero()
+    catalogs = m.clean_total(KNOWN, cases=False)
+    print(
+        f"\nKnown clean docs: {cases.total - catalogs.total} clean cases of the corpus plus {catalogs.total} docs of "
+        f"the real catalogs and the shipped tool_docs ({_ratio(catalogs.quarantined, catalogs.total)} of those "
+        "quarantined)."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--details", action="store_true", help="list flagged clean tools and missed poisoned ones")
+    parser.add_argument("--details", action="store_true", help="list flagged and reviewed clean docs, missed poisoned")
     args = parser.parse_args(argv)
     corpora = shared_corpora()
     clean = clean_catalogs(corpora, community=True)
     if len(clean) == 1:
         print(f"_note: no real catalogs in {corpora}; the clean side is the shipped tool_docs only._\n")
-    m = measure(poisoned_docs(), clean)
-
-    print("## Poisoned corpus (tests/data/poison): docs caught\n")
-    print("`blind` was written after the rules were frozen and never tuned on; every other set was.\n")
-    print("| set | docs | at high | at ≥ medium (quarantined on import) | at any |")
-    print("|---|---:|---:|---:|---:|")
-    for name, c in m.poisoned.items():
-        print(f"| {name} | {c.total} | {c.flagged['high']} | {c.flagged['medium']} | {c.flagged['low']} |")
-    for label, total in (
-        ("tuned sets", m.poisoned_total(blind=False)),
-        ("blind", m.poisoned_total(blind=True)),
-        ("all", m.poisoned_total()),
-    ):
-        shares = " | ".join(_pct(total.share(s)) for s in SEVERITIES)
-        print(f"| **{label}** | {total.total} | {shares} |")
-
-    print("\n## Clean catalogs: tools flagged (false positives)\n")
-    print("| catalog | tools | at high | at ≥ medium (quarantined on import) | at any (incl. low: links) |")
-    print("|---|---:|---:|---:|---:|")
-    for name, c in m.clean.items():
-        print(f"| {name} | {c.total} | {c.flagged['high']} | {c.flagged['medium']} | {c.flagged['low']} |")
-    clean_total = m.clean_total()
-    cells = " | ".join(f"{clean_total.flagged[s]} ({_pct(clean_total.share(s))})" for s in SEVERITIES)
-    print(f"| **all but community** | {clean_total.total} | {cells} |")
-
-    print("\n## Over all poisoned docs and the clean catalogs but community\n")
-    print("| flagged at | recall | false-positive rate | precision |")
-    print("|---|---:|---:|---:|")
-    poisoned_total = m.poisoned_total()
-    for s in SEVERITIES:
-        recall, fp_rate = poisoned_total.share(s), clean_total.share(s)
-        print(f"| {_LABEL[s]} | {_pct(recall)} | {_pct(fp_rate)} | {_pct(precision(poisoned_total, clean_total, s))} |")
-
+    m = measure(corpus_cases(), clean)
+    _print_sets(m)
+    _print_summary(m)
     if args.details:
-        print(f"\n## Clean tools flagged at ≥ {QUARANTINE_SEVERITY}\n")
-        for catalog, doc, f in m.flagged_clean:
-            print(f"- {catalog} / {doc}: {f.severity} [{f.rule}] {f.field}: {f.excerpt}")
-        print(f"\n## Poisoned docs missed (nothing at ≥ {QUARANTINE_SEVERITY})\n")
-        for p in m.missed:
-            print(f"- {p.source.name} / {p.doc.name}: {p.attack}")
+        print(f"\n## Clean docs quarantined (a finding at {QUARANTINE_SEVERITY})\n")
+        for name, doc, f in m.flagged_clean:
+            print(f"- {name} / {doc}: {f.severity} [{f.rule}] {f.field}: {f.excerpt}")
+        print(f"\n## Clean docs sent to review (a finding at {REVIEW_SEVERITY}, none at {QUARANTINE_SEVERITY})\n")
+        for name, doc, rules in m.reviewed_clean:
+            print(f"- {name} / {doc}: {', '.join(rules)}")
+        print(f"\n## Poisoned docs missed (nothing at {QUARANTINE_SEVERITY})\n")
+        for case in m.missed:
+            print(f"- {case.set_name} / {case.doc.name}: {case.attack}")
     return 0
 
 

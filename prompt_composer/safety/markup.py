@@ -1,6 +1,7 @@
 """Markup and links in a doc's text: what hides text from a person or poses as a system message (comments, tags
-addressed to the model, chat-template tokens, elements styled invisible), links that carry data out, and
-:func:`clean_prose`, which strips such markup from text drafted into a brief.
+addressed to the model, chat-template tokens, elements styled invisible), links that carry data out, where a text
+shows examples (:func:`example_spans`), and :func:`clean_prose`, which strips such markup from text drafted into a
+brief.
 """
 
 from __future__ import annotations
@@ -98,6 +99,40 @@ def markup_spans(text: str) -> Iterator[tuple[str, int, int]]:
         rule = _url_rule(url)
         if rule is not None:
             yield rule, match.start(), match.start() + len(url)
+
+
+# --- examples ------------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE)
+# "Example:" (and "Examples", "Example call", "Sample request" …) heading a paragraph or a line
+_EXAMPLE_BLOCK = re.compile(
+    r"(?<![\w-])(?:examples?|sample)(?:\s+(?:calls?|inputs?|requests?|arguments?|usage|values?))?\s*(?::|\n)",
+    re.IGNORECASE,
+)
+# "e.g.", "for example", "for instance" inside a sentence: the example runs to the end of the sentence
+_EXAMPLE_INLINE = re.compile(r"(?<![\w-])(?:e\.\s?g\.|for\s+(?:example|instance))(?![\w-])", re.IGNORECASE)
+_PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+_EXAMPLE_MAX = 4_000  # characters of an example after its label
+
+
+def fenced_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each fenced code block of ``text`` (an unclosed one runs to the end)."""
+    return [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+
+
+def example_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each example in ``text``: fenced code blocks; from "Example:" to the end of its
+    paragraph; from "e.g." or "for example" to the end of its sentence. What is shown there is what the model
+    copies into a call."""
+    spans = fenced_spans(text)
+    for pattern, end_of in ((_EXAMPLE_BLOCK, _PARAGRAPH_END), (_EXAMPLE_INLINE, _SENTENCE_END)):
+        for label in pattern.finditer(text):
+            if any(lo <= label.start() < hi for lo, hi in spans):
+                continue
+            end = end_of.search(text, label.end())
+            spans.append((label.start(), min(end.start() if end else len(text), label.end() + _EXAMPLE_MAX)))
+    return sorted(spans)
 
 
 # --- prose for drafted briefs -------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """The lint's rule table, read from ``rules.yaml`` once, when this module is imported: each rule's id, severity and
-summary, and the phrase rules compiled.
+summary, the phrase rules compiled, and the order patterns (what makes a sentence an order to the model).
 
-A phrase in the file is a regular expression that may name a shared fragment as ``{name}``; it is compiled with
-``re.IGNORECASE`` after the fragments are put in. A bad rules file is a :class:`~prompt_composer.errors.LoadError`
-naming the file and the line of each problem.
+A phrase or order in the file is a regular expression that may name a shared fragment as ``{name}``; it is compiled
+with ``re.IGNORECASE`` after the fragments are put in. A bad rules file is a
+:class:`~prompt_composer.errors.LoadError` naming the file and the line of each problem.
+
+Severities are outcomes (see :mod:`prompt_composer.safety.lint`): ``high`` quarantines an imported doc,
+``medium`` asks a person to review it (reported, not quarantined), ``low`` is a note.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from ..shared.yamlfile import LineMap, line_of, load_model
 Severity = Literal["high", "medium", "low"]
 SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
 SEVERITY_RANK: Mapping[str, int] = {"low": 1, "medium": 2, "high": 3}
-QUARANTINE_SEVERITY: Severity = "medium"  # findings at or above this quarantine an imported doc (and fail an audit)
+QUARANTINE_SEVERITY: Severity = "high"  # findings at or above this quarantine an imported doc (and fail an audit)
+REVIEW_SEVERITY: Severity = "medium"  # findings at this severity ask a person to review the doc; no quarantine
+Scope = Literal["any", "example"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
@@ -39,14 +44,20 @@ class Rule:
     id: str
     severity: Severity
     summary: str
+    described: Severity | None = None  # the severity in a sentence that gives the model no order (see ORDERS)
 
 
 @dataclass(frozen=True)
 class Phrase:
-    """A phrase rule: text matching ``pattern`` (in the normalised text) is a finding of ``rule``."""
+    """A phrase rule: text matching ``pattern`` (in the normalised text) is a finding of ``rule``.
+
+    ``scope`` "example" matches only in example values and example blocks (what the model copies into a call);
+    ``always`` keeps the rule's severity even where the sentence gives no order (see :attr:`Rule.described`)."""
 
     rule: str
     pattern: re.Pattern[str]
+    scope: Scope = "any"
+    always: bool = False
 
 
 # --- the file's shape ---------------------------------------------------------------------------------------
@@ -58,6 +69,7 @@ class _RuleEntry(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")  # as a doc's quarantine key takes them
     severity: Severity
     summary: str
+    described: Severity | None = None
 
 
 class _PhraseEntry(BaseModel):
@@ -65,6 +77,8 @@ class _PhraseEntry(BaseModel):
 
     rule: str
     pattern: str
+    scope: Scope = "any"
+    always: bool = False
 
 
 class _RulesFile(BaseModel):
@@ -73,6 +87,7 @@ class _RulesFile(BaseModel):
     rules: list[_RuleEntry]
     fragments: dict[str, str] = Field(default_factory=dict)
     phrases: list[_PhraseEntry] = Field(default_factory=list)
+    orders: list[str] = Field(default_factory=list)
 
 
 # A fragment named in a pattern; counted repeats such as {0,2} and an escaped \{ are left alone.
@@ -90,7 +105,7 @@ def _rule_table(path: Path, lines: LineMap, spec: _RulesFile) -> tuple[dict[str,
     for index, entry in enumerate(spec.rules):
         if entry.id in rules:
             problems.append(Problem(path, line_of(lines, ("rules", index, "id")), f"duplicate rule id {entry.id!r}"))
-        rules.setdefault(entry.id, Rule(entry.id, entry.severity, entry.summary))
+        rules.setdefault(entry.id, Rule(entry.id, entry.severity, entry.summary, entry.described))
     return rules, problems
 
 
@@ -108,6 +123,22 @@ def _fragments(path: Path, lines: LineMap, spec: _RulesFile) -> tuple[dict[str, 
     return fragments, problems
 
 
+def _compiled(
+    path: Path, lines: LineMap, where: tuple[str | int, ...], text: str, fragments: Mapping[str, str]
+) -> re.Pattern[str] | Problem:
+    """The pattern ``text`` (at ``where`` in the file) with its fragments put in, compiled; or the problem."""
+    label = ".".join(str(part) for part in where)
+    pattern = _joined(text)
+    unknown = [name for name in _PLACEHOLDER.findall(pattern) if name not in fragments]
+    if unknown:
+        return Problem(path, line_of(lines, where), f"{label}: unknown fragment {{{unknown[0]}}}")
+    source = _PLACEHOLDER.sub(lambda m: fragments[m[1]], pattern)
+    try:
+        return re.compile(source, re.IGNORECASE)
+    except re.error as exc:
+        return Problem(path, line_of(lines, where), f"{label}: not a valid regular expression: {exc}")
+
+
 def _phrase(
     path: Path, lines: LineMap, index: int, entry: _PhraseEntry, rules: Mapping[str, Rule], fragments: Mapping[str, str]
 ) -> Phrase | Problem:
@@ -115,21 +146,23 @@ def _phrase(
     where = ("phrases", index)
     if entry.rule not in rules:
         return Problem(path, line_of(lines, (*where, "rule")), f"phrases.{index}.rule: unknown rule {entry.rule!r}")
-    pattern = _joined(entry.pattern)
-    unknown = [name for name in _PLACEHOLDER.findall(pattern) if name not in fragments]
-    if unknown:
-        message = f"phrases.{index}.pattern: unknown fragment {{{unknown[0]}}}"
-        return Problem(path, line_of(lines, (*where, "pattern")), message)
-    source = _PLACEHOLDER.sub(lambda m: fragments[m[1]], pattern)
-    try:
-        return Phrase(entry.rule, re.compile(source, re.IGNORECASE))
-    except re.error as exc:
-        message = f"phrases.{index}.pattern: not a valid regular expression: {exc}"
-        return Problem(path, line_of(lines, (*where, "pattern")), message)
+    pattern = _compiled(path, lines, (*where, "pattern"), entry.pattern, fragments)
+    if isinstance(pattern, Problem):
+        return pattern
+    return Phrase(entry.rule, pattern, entry.scope, entry.always)
 
 
-def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phrase, ...]]:
-    """The rules of ``path`` by id, in file order, and its phrase rules compiled, in file order. Raises
+@dataclass(frozen=True)
+class RuleSet:
+    """What ``rules.yaml`` holds: the rules by id, the phrase rules and the order patterns, compiled."""
+
+    rules: Mapping[str, Rule]
+    phrases: tuple[Phrase, ...]
+    orders: tuple[re.Pattern[str], ...]
+
+
+def load_rule_set(path: Path = RULES_FILE) -> RuleSet:
+    """The rules of ``path`` by id, its phrase rules and order patterns compiled, each in file order. Raises
     :class:`~prompt_composer.errors.LoadError` listing every problem of the file at its line."""
     spec, lines, problems = load_model(path, _RulesFile)
     if spec is None:
@@ -144,9 +177,23 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phras
             problems.append(phrase)
         else:
             phrases.append(phrase)
+    orders: list[re.Pattern[str]] = []
+    for index, text in enumerate(spec.orders):
+        order = _compiled(path, lines, ("orders", index), text, fragments)
+        if isinstance(order, Problem):
+            problems.append(order)
+        else:
+            orders.append(order)
     if problems:
         raise LoadError(problems)
-    return rules, tuple(phrases)
+    return RuleSet(rules, tuple(phrases), tuple(orders))
 
 
-RULES, PHRASES = load_rules()
+def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phrase, ...]]:
+    """The rules of ``path`` by id and its phrase rules compiled (see :func:`load_rule_set`)."""
+    rule_set = load_rule_set(path)
+    return rule_set.rules, rule_set.phrases
+
+
+_LOADED = load_rule_set()
+RULES, PHRASES, ORDERS = _LOADED.rules, _LOADED.phrases, _LOADED.orders

@@ -1,12 +1,16 @@
 """The tool-poisoning lint (prompt_composer.safety.lint), quarantine, and the lint measured on a corpus.
 
-The corpus: ``tests/data/poison/`` holds poisoned tool definitions written for this project after the published
-attack patterns (hidden ``<IMPORTANT>`` blocks, shadowing, rug pulls, smuggled Unicode, exfiltration through
-parameters, "ignore previous instructions" …), as MCP ``tools/list`` JSON (``tools/*.json``, each entry with
-``_attack`` and ``_expect``) and as hand-written tool docs (``docs/``). ``tools/blind.json`` was written after
-the rules were frozen and never tuned on: its recall is the honest estimate for attacks the rules have not
-seen. The clean side is the real catalogs in ``../shared/corpora`` and the shipped ``tool_docs``;
+The corpus: ``tests/data/poison/`` holds labelled tool definitions written for this project: poisoned ones after
+the published attack patterns (hidden ``<IMPORTANT>`` blocks, shadowing, rug pulls, smuggled Unicode,
+exfiltration through parameters, "ignore previous instructions", orders in examples, encoded payloads …) and
+clean ones that look close to them (tools that handle secrets, encoded data, examples), as MCP ``tools/list`` JSON
+(``tools/*.json``, each entry with ``_label``, ``_attack`` or ``_about``, and ``_expect``) and as hand-written
+tool docs (``docs/``). The blind rounds (``tools/blind.json``, ``blind/``) were written after the rules were
+frozen and never tuned on: their figures are the honest estimate for attacks the rules have not seen. The clean
+side is the corpus's clean cases, the real catalogs in ``../shared/corpora`` and the shipped ``tool_docs``;
 ``benchmarks/bench_security.py`` prints the full table.
+
+Severities are outcomes since issue 23: high quarantines, medium asks for review (no quarantine), low is a note.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from prompt_composer.safety.lint import (
     scan_text,
 )
 from prompt_composer.safety.markup import clean_prose
-from prompt_composer.safety.rules import QUARANTINE_SEVERITY, RULES
+from prompt_composer.safety.rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES
 from prompt_composer.safety.text import escape_invisible
 from prompt_composer.testing.replies import text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
@@ -58,7 +62,7 @@ def rules_of(text: str, **kw: Any) -> set[str]:
 
 
 def flagged_rules(text: str) -> set[str]:
-    """The rules that fire at quarantine severity."""
+    """The rules that fire at review severity or above (nothing to quarantine or review)."""
     return {m.rule for m in scan_text(text) if m.severity in ("high", "medium")}
 
 
@@ -152,16 +156,21 @@ def test_smuggling_does_not_hide_a_phrase_from_the_phrase_rules() -> None:
 def test_calling_a_tool_of_the_same_server_first_is_reported_low() -> None:
     text = "You must call 'resolve-library-id' first to obtain the library ID."
     (match,) = scan_text(text)
-    assert (match.rule, match.severity) == ("tool-chaining", "medium")
+    assert (match.rule, match.severity) == ("tool-chaining", "high")  # was medium: medium no longer quarantines
     (match,) = scan_text(text, siblings=["resolve-library-id"])
     assert (match.rule, match.severity) == ("tool-chaining", "low")
     assert "same server" in match.note
     assert scan_text("When you retrieve data, you must always call this function first.") == []
 
 
-def test_every_rule_has_a_severity_and_quarantine_takes_medium_and_high() -> None:
-    assert {r.severity for r in RULES.values()} == {"high", "medium", "low"}
-    assert QUARANTINE_SEVERITY == "medium"
+def test_every_rule_has_a_severity_and_only_high_quarantines() -> None:
+    # Issue 23 changed this deliberately: medium is "review" (reported, not quarantined), so every rule that
+    # quarantined at medium before is high now, and a described secret is medium.
+    assert {r.severity for r in RULES.values()} == {"high", "low"}
+    assert (QUARANTINE_SEVERITY, REVIEW_SEVERITY) == ("high", "medium")
+    assert RULES["secret-access"].described == "medium"
+    for rule in ("tool-chaining", "coercion", "model-address", "oversized", "decode-instruction"):
+        assert RULES[rule].severity == "high", rule
 
 
 # --- docs: fields, positions, size ---------------------------------------------------------------------
@@ -294,7 +303,7 @@ def test_audit_security_lists_findings_and_exits_1(capsys: pytest.CaptureFixture
     assert (code, err) == (1, "")
     lines = out.splitlines()
     assert f"{POISON_DOCS / 'hint_override.yaml'}:15: high [override] hint_override hint: " in out
-    assert lines[-1] == "8 finding(s) in 5 tool(s): 8 high, 0 medium, 0 low; 5 tool(s) at medium or above"
+    assert lines[-1] == "8 finding(s) in 5 tool(s): 8 high, 0 medium, 0 low; 5 tool(s) at high or above; 0 to review"
 
     code, out, _ = run_cli(capsys, "--docs", str(POISON_DOCS), "audit", "--security", "--format", "json")
     data = json.loads(out)
@@ -309,7 +318,7 @@ def test_audit_security_lists_findings_and_exits_1(capsys: pytest.CaptureFixture
 def test_audit_security_on_the_shipped_docs_exits_0_with_only_a_link(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "audit", "--security")
     assert code == 0
-    assert out.splitlines()[-1].endswith("0 high, 0 medium, 1 low; 0 tool(s) at medium or above")
+    assert out.splitlines()[-1].endswith("0 high, 0 medium, 1 low; 0 tool(s) at high or above; 0 to review")
     assert "low [url] web_fetch full" in out
     code, _, _ = run_cli(capsys, "audit", "--security", "--fail-on", "low")
     assert code == 1
@@ -451,25 +460,50 @@ def bench() -> ModuleType:
 @pytest.fixture(scope="module")
 def measured() -> Any:
     b = bench()
-    return b, b.measure(b.poisoned_docs(), b.clean_catalogs(CORPORA))
+    return b, b.measure(b.corpus_cases(), b.clean_catalogs(CORPORA, community=True))
 
 
-def test_the_poisoned_corpus_is_big_enough_and_each_example_hits_what_it_expects(measured: Any) -> None:
+def test_the_corpus_is_big_enough_and_each_known_case_hits_what_it_expects(measured: Any) -> None:
     b, _ = measured
-    poisoned = b.poisoned_docs()
-    assert len(poisoned) >= 40
-    tuned = [p for p in poisoned if p.source.name != "blind.json"]
-    for p in tuned:
-        found = {f.rule for f in scan(p.doc, full_limit=full_size_limit([q.doc for q in tuned]))}
-        assert found & set(p.expect), (p.doc.name, p.attack, found)
+    cases = b.corpus_cases()
+    poisoned = [c for c in cases if c.label == "poisoned"]
+    clean = [c for c in cases if c.label == "clean"]
+    assert len(poisoned) >= 100 and len(clean) >= 30
+    assert {c.round for c in cases} == {"known", "blind-1", "blind-2"}
+    sets: dict[str, list[Any]] = {}
+    for case in cases:
+        if case.round == "known":
+            sets.setdefault(case.set_name, []).append(case)
+    # Each set is scanned as one catalog (its size threshold and its server's siblings), as the benchmark does.
+    for items in sets.values():
+        for case, found in zip(items, b.findings_of([c.doc for c in items]), strict=True):
+            _check_case(case, found)
+
+
+def _check_case(case: Any, found: list[Any]) -> None:
+    """A poisoned case is quarantined by a rule it expects; a clean one is not quarantined."""
+    if case.label == "poisoned":
+        hits = {f.rule for f in found if f.severity == QUARANTINE_SEVERITY}
+        assert hits & set(case.expect), (case.doc.name, case.attack, hits)
+    else:
+        assert case.expect == () and not quarantine_rules(found), (case.doc.name, case.attack, found)
 
 
 def test_recall_on_poisoned_docs(measured: Any) -> None:
     _, m = measured
-    assert m.poisoned_total(blind=False).share("medium") >= 0.9  # measured: 66 of 66
-    assert m.poisoned_total().share("medium") >= 0.9  # measured: 70 of 76 (92.1%)
+    known = m.poisoned_total("known")
+    assert known.total >= 100 and known.share("high") >= 0.95  # measured: 102 of 102 quarantined
     # Attacks written after the rules were frozen: the honest estimate, pinned so it does not slip.
-    assert m.poisoned_total(blind=True).flagged["medium"] >= 4  # measured: 4 of 10
+    assert m.poisoned_total("blind-1").flagged["high"] >= 5  # measured: 5 of 10 (4 of 10 before issue 23)
+    blind = m.poisoned_total("blind-2")  # written after the issue 23 rules were frozen
+    assert (blind.total, blind.flagged["high"]) == (14, 6)  # measured: 6 of 14 (42.9%)
+
+
+def test_the_blind_round_of_issue_23_quarantines_no_clean_doc(measured: Any) -> None:
+    _, m = measured
+    clean = m.clean_total("blind-2")
+    # Measured: 0 of 15 quarantined; 5 of 15 sent to review (tools that describe secrets they handle).
+    assert (clean.total, clean.flagged["high"], clean.flagged["medium"]) == (15, 0, 5)
 
 
 def test_false_positives_on_the_shipped_docs(measured: Any) -> None:
@@ -479,15 +513,20 @@ def test_false_positives_on_the_shipped_docs(measured: Any) -> None:
 
 
 @pytest.mark.skipif(not (CORPORA / "github_mcp").is_dir(), reason="needs ../shared/corpora")
-def test_false_positives_on_real_catalogs(measured: Any) -> None:
+def test_false_positives_on_real_catalogs_and_clean_cases(measured: Any) -> None:
     _, m = measured
-    clean = m.clean_total()
-    assert clean.total == 370
-    # Pinned from the measurement: nothing flagged at high or medium (so nothing quarantined on import), and
-    # 8 of 370 (2.2%) with a low finding (documentation links).
-    assert (clean.flagged["high"], clean.flagged["medium"]) == (0, 0), m.flagged_clean
-    assert clean.share("low") <= 0.05
-    assert not m.flagged_clean
+    catalogs = m.clean_total("known", community=False, cases=False)
+    assert catalogs.total == 370
+    # The curated catalogs: nothing quarantined and nothing sent to review; 8 of 370 (2.2%) with a low finding
+    # (documentation links).
+    assert (catalogs.flagged["high"], catalogs.flagged["medium"]) == (0, 0), m.flagged_clean
+    assert catalogs.share("low") <= 0.05
+    # Every known clean doc (the corpus's clean cases, all catalogs with LiveMCPBench and MetaTool): at most 2%
+    # quarantined. Measured: 4 of 1142, all MetaTool plugins whose model-facing text really does tell the model
+    # to keep things from the user (3) or is over the 8,000-character size limit (1).
+    known = m.clean_total("known")
+    assert known.total >= 1100 and known.share("high") <= 0.02
+    assert {name for name, _, _ in m.flagged_clean if not name.startswith("blind")} <= {"MetaTool (OpenAI plugins)"}
 
 
 def test_validate_and_tools_say_which_tools_are_quarantined(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,218 @@
+"""The lint's rules matched on one text (:func:`scan_text`): hidden characters, look-alike letters, markup and
+links, the phrase rules of ``rules.yaml`` (on the normalised text), and the same again on what encoded runs of the
+text decode to.
+
+Two things decide a phrase finding's severity besides its rule:
+
+- a rule with a ``described`` severity (``secret-access``) keeps its own severity only in a sentence that gives
+  the model an order (an ``orders`` pattern of ``rules.yaml``: data put into an argument, "before using this
+  tool", "you must", "please" …); in a sentence that only describes what the tool does it is ``described``
+  (medium: review). Phrases marked ``always`` (a secret put into a named parameter; a secret file as an example
+  value) keep the rule's severity;
+- a tool the phrase names that is the tool itself is no finding, and one of the same server is ``low``.
+
+A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
+with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
+hiding a text by encoding it is a sign in itself. An encoded run of prose text (a description, not a schema value,
+where encoded content is expected) that decodes to prose without any finding is a low ``encoded-text`` note (not
+for %-encoding, which is how URLs are written).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from .encoded import MAX_DEPTH, Budget, encoded_runs, is_prose
+from .markup import example_spans, fenced_spans, markup_spans
+from .rules import ORDERS, PHRASES, RULES, SEVERITY_RANK, Phrase, Severity, at_least
+from .text import escape_invisible, hidden_runs, mixed_script_words, normalise
+
+# A tool named by a phrase (its group "tool") that is the tool itself: no finding.
+_SELF = frozenset({"this", "it", "that", "the", "a", "an", "any", "same", "tool", "function", "one"})
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    """One rule matching ``text[start:end]`` of the scanned text. ``decoded`` names the encodings the match was
+    found under (``"base64"``, ``"base64 > hex"``), empty for plain text."""
+
+    rule: str
+    start: int
+    end: int
+    excerpt: str
+    severity: Severity
+    note: str = ""
+    decoded: str = ""
+
+
+_EXCERPT_MAX = 160
+_CONTEXT = 16  # characters of context either side of a match in its excerpt
+
+
+def excerpt_of(text: str, start: int, end: int, *, context: int = _CONTEXT) -> str:
+    """``text[start:end]`` with a little context (within its line), shortened, invisible characters escaped."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    lo = max(line_start, start - context) if start >= line_start else start
+    hi = min(line_end, end + context) if end <= line_end else end
+    piece = text[lo:hi]
+    cut = len(piece) > _EXCERPT_MAX
+    if cut:
+        piece = piece[: _EXCERPT_MAX - 1]
+    shown = escape_invisible(piece).strip(" ")
+    return ("…" if lo > 0 else "") + shown + ("…" if cut or hi < len(text) else "")
+
+
+def rule_match(
+    rule: str, text: str, start: int, end: int, *, excerpt: str | None = None, note: str = "", decoded: str = ""
+) -> TextMatch:
+    """A match of ``rule`` at its own severity."""
+    severity = RULES[rule].severity
+    shown = excerpt if excerpt is not None else excerpt_of(text, start, end)
+    return TextMatch(rule, start, end, shown, severity, note, decoded)
+
+
+_BREAK = re.compile(r"\n(?=[ \t]*\n|[ \t]*(?:[-*+#>|]|\d+[.)])\s)|(?<=\n)[ \t]*#+(?=\s)")
+
+
+def _as_break(match: re.Match[str]) -> str:
+    """A paragraph, heading or list-item break as a full stop of the same length (positions stay put)."""
+    return "." + " " * (len(match.group()) - 1)
+
+
+@dataclass(frozen=True)
+class _Context:
+    siblings: frozenset[str]
+    example: bool  # the whole text is a value the model may copy into a call
+    holds_secret: bool  # … of a parameter that says it takes a key or credential file
+    budget: Budget  # what is left to decode for this text, over every layer
+
+
+def scan_text(
+    text: str, *, siblings: Iterable[str] = (), example: bool = False, holds_secret: bool = False
+) -> list[TextMatch]:
+    """Every rule match in one text (no size rule: that needs the catalog), in order of position.
+
+    ``siblings`` are the names of the tools of the same server: an instruction to call one of them first (or
+    about how it behaves) is the server's own workflow, reported at low severity rather than as poisoning.
+    ``example`` says the whole text is a value the model may copy into a call (an enum, default, const or example
+    value of a schema), where the example-only phrases apply; in other texts they apply inside example blocks.
+    ``holds_secret`` says it is the value of a parameter that declares it takes a key or credential file (an
+    ``identity_file``): a secret file there is what the parameter is for, a finding to review, not quarantine.
+    """
+    context = _Context(frozenset(name.casefold() for name in siblings), example, holds_secret, Budget())
+    return _scan(text, context, 0)
+
+
+def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
+    found: list[TextMatch] = [
+        *(rule_match("invisible-unicode", text, s, e, note=n) for s, e, n in hidden_runs(text)),
+        *(rule_match("homoglyph", text, s, e, note=n) for s, e, n in mixed_script_words(text)),
+    ]
+    normal, where = normalise(text)
+    for rule, start, end in markup_spans(normal):
+        found.append(_back(text, where, rule, start, end))
+    prose = _BREAK.sub(_as_break, normal)  # a phrase does not run across paragraphs, headings or list items …
+    for lo, hi in fenced_spans(normal):
+        prose = prose[:lo] + normal[lo:hi] + prose[hi:]  # … but code is code: a "#" line there is a comment
+    examples = [(0, len(prose))] if context.example else example_spans(normal)
+    for phrase in PHRASES:
+        spans = examples if phrase.scope == "example" else [(0, len(prose))]
+        for lo, hi in spans:
+            for m in phrase.pattern.finditer(prose, lo, hi):
+                match = _phrase_match(text, where, prose, phrase, m, context)
+                if match is not None:
+                    found.append(match)
+    if depth < MAX_DEPTH:
+        found += _decoded_matches(text, where, normal, context, depth)
+    found.sort(key=lambda m: (m.start, -SEVERITY_RANK[m.severity], m.rule))
+    return _dedupe(text, found)
+
+
+def _phrase_match(
+    text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
+) -> TextMatch | None:
+    """The finding of one phrase match, at the severity the sentence and the named tool give it."""
+    if m.end() <= m.start():
+        return None
+    match = _back(text, where, phrase.rule, m.start(), m.end())
+    tool = m.groupdict().get("tool")
+    if tool is not None:
+        name = tool.strip("`'\".,:;()")
+        if name.casefold() in _SELF:
+            return None
+        if name.casefold() in context.siblings:
+            return replace(match, severity="low", note=f"{name} is a tool of the same server")
+    described = RULES[phrase.rule].described
+    always = phrase.always and not context.holds_secret
+    if described is not None and not always and not ordered(prose, m.start(), m.end()):
+        note = "the sentence describes what the tool handles and gives the model no order: review it"
+        return replace(match, severity=described, note=note)
+    return match
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
+
+
+def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` of the sentence (or sentences) of ``text`` that hold ``text[start:end]``."""
+    lo = 0
+    for stop in _SENTENCE_END.finditer(text, 0, start):
+        lo = stop.end()
+    after = _SENTENCE_END.search(text, max(end - 1, lo))
+    return lo, after.end() if after is not None else len(text)
+
+
+def ordered(prose: str, start: int, end: int) -> bool:
+    """Whether the sentence around ``prose[start:end]`` gives the model an order (an ``orders`` pattern)."""
+    lo, hi = sentence_of(prose, start, end)
+    return any(order.search(prose, lo, hi) is not None for order in ORDERS)
+
+
+def _decoded_matches(
+    text: str, where: Sequence[int], normal: str, context: _Context, depth: int
+) -> Iterator[TextMatch]:
+    """The matches in what each encoded run of the text decodes to, located at the run."""
+    for run in encoded_runs(normal, context.budget):
+        lo = where[run.start] if run.start < len(where) else len(text)
+        hi = where[run.end - 1] + 1 if run.end - 1 < len(where) else len(text)
+        shown = excerpt_of(text, lo, hi)
+        inner = _scan(run.decoded, context, depth + 1)
+        if not inner and run.encoding != "url" and not context.example and is_prose(run.decoded):
+            note = f"{run.encoding} that decodes to {run.decoded[:120]!r}"
+            yield rule_match("encoded-text", text, lo, hi, excerpt=shown, note=note, decoded=run.encoding)
+        for m in inner:
+            severity: Severity = "high" if m.severity == "medium" else m.severity
+            note = f"in {run.encoding}-decoded text: {m.excerpt}" + (f" ({m.note})" if m.note else "")
+            chain = run.encoding + (f" > {m.decoded}" if m.decoded else "")
+            yield TextMatch(m.rule, lo, hi, shown, severity, note, chain)
+
+
+def _back(text: str, where: Sequence[int], rule: str, start: int, end: int) -> TextMatch:
+    """A match in the normalised text, mapped back to the original."""
+    lo = where[start] if start < len(where) else len(text)
+    hi = where[end - 1] + 1 if end - 1 < len(where) else len(text)
+    return rule_match(rule, text, lo, hi)
+
+
+_MERGE_GAP = 24  # matches of one rule closer than this many characters are reported as one
+
+
+def _dedupe(text: str, matches: list[TextMatch]) -> list[TextMatch]:
+    """One match per rule per stretch of text: overlapping or nearby matches of a rule (two patterns, or two
+    alternatives of one, hitting the same words) are merged, keeping the highest severity (and its note)."""
+    kept: list[TextMatch] = []
+    for match in matches:
+        for index, k in enumerate(kept):
+            if k.rule == match.rule and match.start <= k.end + _MERGE_GAP and k.start <= match.end + _MERGE_GAP:
+                start, end = min(k.start, match.start), max(k.end, match.end)
+                top = k if at_least(k.severity, match.severity) else match
+                excerpt = top.excerpt if (start, end) == (top.start, top.end) else excerpt_of(text, start, end)
+                kept[index] = TextMatch(k.rule, start, end, excerpt, top.severity, top.note, top.decoded)
+                break
+        else:
+            kept.append(match)
+    return kept
