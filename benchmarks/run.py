@@ -85,11 +85,24 @@ def agent_needs(shared: Path) -> list[Missing]:
     return missing
 
 
+def session_needs(_shared: Path) -> list[Missing]:
+    missing = [m for m in agent_needs(_shared) if m.short in ("no local model", "no model runtime")]
+    for module, package in (
+        ("mcp", "mcp"),
+        ("mcp_server_time", "mcp-server-time"),
+        ("mcp_server_git", "mcp-server-git"),
+    ):
+        if not _has_module(module):
+            missing.append(Missing(f"no {package}", f"no {package}: pip install '.[dev]'"))
+    return missing
+
+
 # What each benchmark needs beyond the package (the others need nothing more), and the words its note uses.
 NEEDS: dict[str, tuple[str, Callable[[Path], list[Missing]]]] = {
     "bench_agent": ("the local model, the BFCL data and the MetaTool corpus (SHARED/corpora/metatool)", agent_needs),
     "bench_compose": ("the real tool catalogs in SHARED/corpora", compose_needs),
     "bench_search": ("the MetaTool and LiveMCPBench corpora in SHARED/corpora, numpy and rank-bm25", search_needs),
+    "bench_session": ("the local model and the real time and git MCP servers", session_needs),
 }
 
 

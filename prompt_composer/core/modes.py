@@ -60,8 +60,10 @@ class PreselectConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    k: StrictInt = Field(default=5, ge=1, le=20)
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    # Defaults chosen on the large-catalog task set (docs/benchmarks.md): past 3 tools recall barely grows, and a
+    # floor above 0.3 starts dropping right tools.
+    k: StrictInt = Field(default=3, ge=1, le=20)
+    min_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
 
 
 class TierConfig(BaseModel):
