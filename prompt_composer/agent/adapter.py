@@ -50,6 +50,7 @@ class Answer:
     name: str
     texts: tuple[str, ...]
     is_error: bool
+    references: tuple[str, ...] = ()  # deferred tools the answer loads (native deferral)
 
 
 class Clock:

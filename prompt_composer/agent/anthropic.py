@@ -45,7 +45,7 @@ from ..shared.net import is_loopback_url
 from .adapter import Answer, Call, Clock, Reply
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
-from .providers import Sdk
+from .providers import Sdk, anthropic_native_tools
 from .results import TokenUsage
 from .state import TaskState, WrapOptions, tool_name
 
@@ -131,11 +131,19 @@ def prepare(
         out["system"] = system
 
     composed = state.composed_tools(prompt, (tool_name(t) for t in caller_tools))
-    if state.mode.config.discovery:  # its list only grows after the permanent tools: the breakpoint is on the last
+    if state.native == "provider":  # the provider keeps these out of the prompt until a tool_reference loads one
+        composed = anthropic_native_tools(composed, prompt.deferred)
+    elif state.native == "emulate":  # a server that cannot defer: the references it would read become notes
+        out["messages"] = [_emulated(m) for m in out["messages"]]
+    if state.native == "provider":  # the breakpoint goes on the last eager tool, before the deferred ones
+        deferred = set(prompt.deferred)
+        fixed = [i for i, t in enumerate(composed) if t["name"] not in deferred]
+        mark = fixed[-1] if fixed else None
+    elif state.mode.config.discovery:  # its list only grows after the permanent tools: the breakpoint is on the last
         permanent = set(state.mode.permanent)
         fixed = [i for i, t in enumerate(composed) if t["name"] in permanent]
         mark = fixed[-1] if fixed else None
-    elif prompt.tiered:  # loaded tools are appended at the end: the breakpoint goes on the last tool before them
+    elif prompt.tiered or prompt.loaded:  # loaded tools are appended at the end: the breakpoint is on the last before
         loaded = set(prompt.loaded)
         fixed = [i for i, t in enumerate(composed) if t["name"] not in loaded]
         mark = fixed[-1] if fixed else None
@@ -147,6 +155,36 @@ def prepare(
     if tools:
         out["tools"] = tools
     return out, prompt
+
+
+def _emulated(message: Any) -> Any:
+    """``message`` with each ``tool_reference`` block of its tool results written as a text note (what the loop's
+    emulation of deferral sends to a server that does not read references; the loaded tools are in ``tools``)."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list) or not any(_has_reference(b) for b in content):
+        return message
+    blocks = []
+    for block in content:
+        if _has_reference(block):
+            inner = [
+                {"type": "text", "text": f"{part['tool_name']} is loaded: it is in your tools now."}
+                if isinstance(part, Mapping) and part.get("type") == "tool_reference"
+                else part
+                for part in block["content"]
+            ]
+            block = {**block, "content": inner}
+        blocks.append(block)
+    return {**message, "content": blocks}
+
+
+def _has_reference(block: Any) -> bool:
+    if (
+        not isinstance(block, Mapping)
+        or block.get("type") != "tool_result"
+        or not isinstance(block.get("content"), list)
+    ):
+        return False
+    return any(isinstance(p, Mapping) and p.get("type") == "tool_reference" for p in block["content"])
 
 
 class MessagesAdapter:
@@ -181,7 +219,10 @@ class MessagesAdapter:
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": answer.call_id,
-                "content": [{"type": "text", "text": part or "(no output)"} for part in answer.texts],
+                "content": [
+                    *({"type": "text", "text": part or "(no output)"} for part in answer.texts),
+                    *({"type": "tool_reference", "tool_name": name} for name in answer.references),
+                ],
             }
             if answer.is_error:
                 result["is_error"] = True

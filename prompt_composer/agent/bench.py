@@ -21,6 +21,8 @@ Variants (each a way to send the same registry and mode):
   defaults, the tiers sized to the model's context): the tools a task calls for are loaded before the model asks.
 - ``oracle``: the task's expected tools in full, plus the permanent ones, and nothing else: the ceiling a perfect
   retriever would give.
+- ``native``: the mode compiled to tool deferral, emulated by the loop (a local server cannot defer): the
+  permanent tools eager, every other tool listed by its brief and loaded by ``tool_search`` or a fetch.
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
 to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
@@ -48,8 +50,8 @@ from ..shared.files import json_lines, line_error
 if TYPE_CHECKING:
     from .results import Iteration
 
-Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle"]
-VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery", "auto", "oracle")
+Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle", "native"]
+VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery", "auto", "oracle", "native")
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
 _TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace"})
@@ -302,7 +304,8 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        search = ToolSearch(shared.registry) if shared is not None and variant in ("discovery", "auto") else None
+        searching = ("discovery", "auto", "native")
+        search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
             composer = shared or Composer(
@@ -317,6 +320,7 @@ def run_bench(
                 policy="every_turn" if variant == "every_turn" else None,
                 baseline=variant == "static",
                 search=search,
+                native="emulate" if variant == "native" else False,
             )
             executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, ClassVar, Self, Unpack
+from typing import Any, ClassVar, Self, Unpack, cast
 
 from ..core.builtins import TOOL_SEARCH_NAME
 from ..core.composer import Composer
@@ -63,7 +63,11 @@ class ComposedClientBase:
     _state: TaskState
 
     def __init__(self, client: Any, **options: Unpack[WrapOptions]) -> None:
-        self._attach(client, TaskState(**options))
+        # An OpenAI client takes its own options (api, hosted_search) out before this; anywhere else they are wrong.
+        wrong = [key for key in ("api", "hosted_search") if key in options]
+        if wrong:
+            raise TypeError(f"{wrong[0]}= is an option of OpenAI clients only")
+        self._attach(client, TaskState(**cast(Any, options)))
 
     def _attach(self, client: Any, state: TaskState) -> None:
         self._client = client
@@ -84,7 +88,7 @@ class ComposedClientBase:
         observing: bool,
     ) -> Loop:
         return Loop(
-            self._adapter,
+            self._run_adapter(),
             self._state,
             task,
             executors=executors,
@@ -93,6 +97,11 @@ class ComposedClientBase:
             approving=approving,
             observing=observing,
         )
+
+    def _run_adapter(self) -> Adapter:
+        """The adapter of one run: the client's, or a fresh one when it keeps something from a request to the
+        answers of its response (the Responses API's)."""
+        return self._adapter
 
     def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> Self:
         """The same client, composer and session store for another task (or mode, or policy)."""
@@ -201,7 +210,7 @@ class SyncComposedClient(ComposedClientBase):
         )
 
         def send(request: dict[str, Any], streaming: bool, clock: Clock) -> Any:
-            return self._adapter.send(self._client, request, stream=streaming, clock=clock)
+            return loop.adapter.send(self._client, request, stream=streaming, clock=clock)
 
         return drive(loop.steps(model=model, max_tokens=max_tokens, stream=stream), send, approve, on_iteration)
 
@@ -241,7 +250,7 @@ class AsyncComposedClientBase(ComposedClientBase):
         )
 
         def send(request: dict[str, Any], streaming: bool, clock: Clock) -> Any:
-            return self._adapter.send_async(self._client, request, stream=streaming, clock=clock)
+            return loop.adapter.send_async(self._client, request, stream=streaming, clock=clock)
 
         return await drive_async(
             loop.steps(model=model, max_tokens=max_tokens, stream=stream), send, approve, on_iteration

@@ -71,7 +71,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -102,10 +102,14 @@ from .state import TaskState, tool_name
 from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_blocks, read_loose_call, result_label
 
 
-def answer_fetch(state: TaskState, session: TaskSession, tool_input: Mapping[str, Any] | Any) -> FetchResult:
+def answer_fetch(
+    state: TaskState, session: TaskSession, tool_input: Mapping[str, Any] | Any, prompt: ComposedPrompt | None = None
+) -> FetchResult:
     """A ``fetch_tool_description`` call in the state's mode: the full text once a task, one line after that; a
-    catalog or name tool of a tiered mode is loaded (see :func:`~prompt_composer.core.loading.answer_fetch`)."""
-    return answer_tool_fetch(state.registry, state.mode, session, tool_input, state.tiers)
+    tool that ``prompt`` hides (a tiered mode's catalog tool, a deferred one) is loaded (see
+    :func:`~prompt_composer.core.loading.answer_fetch`)."""
+    prompt = prompt if prompt is not None else state.prompt(session)
+    return answer_tool_fetch(state.registry, state.mode, session, tool_input, prompt.hidden())
 
 
 class Loop:
@@ -267,7 +271,7 @@ class Loop:
             text = f"Error: {call.problem}; nothing was run. {shape}"
             return self._record(call, iteration, text, call.problem, 0.0, "error")
         if call.name == FETCH_TOOL_NAME and call.name not in self.caller_tools:
-            fetched = answer_fetch(self.state, self.session, call.input)
+            fetched = answer_fetch(self.state, self.session, call.input, self.prompt)
             outcome = "refused" if fetched.is_error else "ok"
             self._emit("fetch", iteration=iteration, call_id=call.id, tool=fetched.tool, outcome=outcome)
             if fetched.is_error:
@@ -276,13 +280,16 @@ class Loop:
                     "refusal", iteration=iteration, call_id=call.id, tool=fetched.tool, via="fetch", reason=reason
                 )
             error = "fetch refused" if fetched.is_error else None
-            return self._record(call, iteration, fetched.content, error, 0.0, outcome)
+            loads = self._references([fetched.tool]) if not fetched.is_error else ()
+            return self._record(call, iteration, fetched.content, error, 0.0, outcome, references=loads)
         if call.name == TOOL_SEARCH_NAME and self.searching and call.via is None:
             # The tools found join the session; the next request's prompt lists them (see TaskState.prompt).
             found = handle_tool_search(self.state.searcher.get(), mode, call.input, session=self.session)
             self._search_events(call, iteration, found)
             error = found.content if found.is_error else None
-            return self._record(call, iteration, found.content, error, 0.0, "error" if found.is_error else "ok")
+            loads = self._references(found.result.names if found.result is not None else ())
+            outcome = "error" if found.is_error else "ok"
+            return self._record(call, iteration, found.content, error, 0.0, outcome, references=loads)
         if call.name not in self.caller_tools and not mode.allows(call.name):
             text = not_in_mode(call.name, mode, consequence="Nothing was run.")
             return self._refused(call, iteration, text, text.removeprefix("Error: "))
@@ -292,12 +299,11 @@ class Loop:
             if refusal is not None:
                 return self._refused(call, iteration, refusal, refusal.removeprefix("Error: "))
             if self.prompt is not None:
-                unseen = check_unseen(
-                    self.state.registry, mode, self.prompt, self.session, call.name, call.input, self.state.tiers
-                )
+                unseen = check_unseen(self.state.registry, mode, self.prompt, self.session, call.name, call.input)
                 if unseen is not None:
                     self._emit("promotion", iteration=iteration, tool=call.name, kind="recovery")
-                    return self._record(call, iteration, unseen, "schema not seen", 0.0, "error")
+                    loads = self._references([call.name])
+                    return self._record(call, iteration, unseen, "schema not seen", 0.0, "error", references=loads)
         if call.name not in self.executors:
             reason = f"tool {call.name!r} has no executor here; it was not run"
             return self._refused(call, iteration, f"Error: {reason}.", reason)
@@ -335,12 +341,35 @@ class Loop:
         self._call_event(record, "ok")
         return record
 
+    def _references(self, names: Iterable[str]) -> tuple[str, ...]:
+        """The deferred tools of a native-deferral prompt among ``names``: an answer that loads them carries a
+        reference to each (a ``tool_reference`` block for a provider that defers, a note when the loop emulates it)."""
+        deferred = set(self.prompt.deferred) if self.prompt is not None else set()
+        return tuple(n for n in dict.fromkeys(names) if n in deferred)
+
     def _record(
-        self, call: Call, iteration: int, text: str, error: str | None, duration: float, outcome: str
+        self,
+        call: Call,
+        iteration: int,
+        text: str,
+        error: str | None,
+        duration: float,
+        outcome: str,
+        *,
+        references: tuple[str, ...] = (),
     ) -> ToolCallRecord:
         """The record of a call that ran no executor, or whose executor failed (``outcome`` is for the log)."""
         record = ToolCallRecord(
-            call.id, call.name, call.input, text, error is not None, error, duration, iteration, via=call.via
+            call.id,
+            call.name,
+            call.input,
+            text,
+            error is not None,
+            error,
+            duration,
+            iteration,
+            via=call.via,
+            references=references,
         )
         self._call_event(record, outcome)
         return record
@@ -458,7 +487,7 @@ class Loop:
                 if call.style == "text":  # labelled with the name the model called (call_tool, not its inner tool)
                     text.append(result_label(call.name, texts, is_error=record.is_error))
                 else:
-                    native.append(Answer(record.id, call.name, tuple(texts), record.is_error))
+                    native.append(Answer(record.id, call.name, tuple(texts), record.is_error, record.references))
             self.result.messages.extend(self.adapter.answers(native, text))
         records = tuple(record for _, record in answered)
         iteration = Iteration(index, response, reply.usage, records, prompt, latency, first_token, correction)

@@ -2,12 +2,19 @@
 
 For the OpenAI API and every server that copies its wire format (llama.cpp's server, vLLM, Ollama, LM Studio,
 LiteLLM, OpenRouter). The loop's decisions live in ``prompt_composer.agent.engine`` (shared with the Anthropic
-adapter); this module only spells them in Chat Completions, and is the only one that imports the ``openai`` SDK
-(the ``prompt-composer[openai]`` extra)::
+adapter); this module spells them in Chat Completions and holds the wrapped clients; the Responses API's spelling
+is ``prompt_composer.agent.responses``. Only these two import the ``openai`` SDK (the ``prompt-composer[openai]``
+extra)::
 
     client = wrap(openai.OpenAI(), mode="code", task_id="t-1")
     reply = client.chat.completions.create(model=..., messages=[{"role": "user", "content": "..."}])
     result = client.run("Fix the failing test", model=..., executors=workspace_executors("."))
+
+    client = wrap(openai.OpenAI(), mode="code", task_id="t-2", api="responses", native=True)
+    result = client.run("Fix the failing test", model=..., executors=workspace_executors("."))
+
+``api`` ("chat_completions", the default, or "responses") is chosen once per wrapped client, as the OpenAI Agents
+SDK chooses it per model: a conversation's items, and under ``native=True`` its declared tools, belong to one API.
 
 ``chat.completions.create`` (``stream=True`` too), ``chat.completions.stream`` / ``parse`` and
 ``responses.create`` / ``stream`` / ``parse`` get the composed system prompt and tools; every other attribute is
@@ -24,34 +31,43 @@ prefix that does not change:
   several: many chat templates accept a system message only in first place. ``tools``: the caller's, unchanged and
   first, then the composed ones as function tools (the caller's wins on a name clash).
 - Responses: ``instructions`` built the same way from the caller's ``instructions``; ``tools`` likewise, in the
-  Responses format (``{"type": "function", "name", "description", "parameters"}``).
+  Responses format (``{"type": "function", "name", "description", "parameters"}``; under ``native=True`` the
+  deferral layout, see :mod:`prompt_composer.agent.responses`).
 
-The loop runs over Chat Completions: tool calls come back as ``tool`` messages (an error's text starts with
-``Error:``: the API has no error flag), text-style results as one user message. A call whose ``arguments`` are not
-a JSON object gets an error result and the loop goes on. Usage: ``prompt_tokens_details.cached_tokens`` (or
-llama.cpp's ``timings.cache_n``) is read as cached input (see :class:`~prompt_composer.agent.results.TokenUsage`).
+Over Chat Completions, tool calls come back as ``tool`` messages (an error's text starts with ``Error:``: the API
+has no error flag), text-style results as one user message. A call whose ``arguments`` are not a JSON object gets
+an error result and the loop goes on. Usage: ``prompt_tokens_details.cached_tokens`` (or llama.cpp's
+``timings.cache_n``) is read as cached input (see :class:`~prompt_composer.agent.results.TokenUsage`). Chat
+Completions has no tool deferral: ``native=True`` needs ``api="responses"``; ``native="emulate"`` works (a loaded
+tool's answer says so in a line of its own).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, Unpack, cast
+from typing import Any, Literal, Self, TypeVar, Unpack, cast
 
 import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion
 
+from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Answer, Call, Clock, Reply
+from .adapter import Adapter, Answer, Call, Clock, Reply
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, to_openai_tool
+from .responses import LOADED_NOTE, ResponsesAdapter, prepare_responses, search_output
 from .results import TokenUsage
 from .state import TaskState, WrapOptions, tool_name
+
+Api = Literal["chat_completions", "responses"]
+APIS: tuple[Api, ...] = ("chat_completions", "responses")
 
 _ClientT = TypeVar("_ClientT", openai.OpenAI, openai.AsyncOpenAI)
 _SYSTEM_ROLES = ("system", "developer")
@@ -100,31 +116,6 @@ def prepare_chat(
     out.pop("tools", None)
     composed = state.composed_tools(prompt, (tool_name(t) for t in caller_tools))
     tools = [*caller_tools, *(to_openai_tool(t) for t in composed)]
-    if tools:
-        out["tools"] = tools
-    return out, prompt
-
-
-def prepare_responses(
-    state: TaskState, params: Mapping[str, Any], *, session: TaskSession | None = None
-) -> tuple[dict[str, Any], ComposedPrompt]:
-    """Responses API request parameters with the composed ``instructions`` and tools merged in."""
-    out = dict(params)
-    session = session if session is not None else state.session
-    if state.mode.config.preselect is not None and _given(out.get("input")):
-        given = out["input"]
-        items = [{"role": "user", "content": given}] if isinstance(given, str) else list(given)
-        out["input"] = annotated(state, session, items, block_type="input_text")
-    prompt = state.prompt(session)
-    caller = [str(out["instructions"])] if _given(out.get("instructions")) else []
-    instructions = _instructions(prompt, caller)
-    out.pop("instructions", None)
-    if instructions:
-        out["instructions"] = instructions
-    caller_tools = list(out.pop("tools")) if _given(out.get("tools")) else []
-    out.pop("tools", None)
-    composed = state.composed_tools(prompt, (tool_name(t) for t in caller_tools))
-    tools = [*caller_tools, *({"type": "function", **to_openai_tool(t)["function"]} for t in composed)]
     if tools:
         out["tools"] = tools
     return out, prompt
@@ -203,14 +194,12 @@ class ChatAdapter:
 
     def answers(self, native: Sequence[Answer], text: Sequence[str]) -> list[dict[str, Any]]:
         """A ``tool`` message per native call, in order; then one user message with the text-style results."""
-        messages: list[dict[str, Any]] = [
-            {
-                "role": "tool",
-                "tool_call_id": answer.call_id,
-                "content": "\n\n".join(p or "(no output)" for p in answer.texts),
-            }
-            for answer in native
-        ]
+        # Chat Completions cannot defer: references are only the loop's emulation of it, said in a line each.
+        messages: list[dict[str, Any]] = []
+        for answer in native:
+            notes = [LOADED_NOTE.format(name=name) for name in answer.references]
+            parts = [*(p or "(no output)" for p in answer.texts), *notes]
+            messages.append({"role": "tool", "tool_call_id": answer.call_id, "content": "\n\n".join(parts)})
         if text:
             messages.append({"role": "user", "content": "\n\n".join(text)})
         return messages
@@ -287,12 +276,64 @@ class ComposedChat:
 
 class _OpenAIClient(ComposedClientBase):
     _adapter = ChatAdapter()
+    _api: Api = "chat_completions"
+    _hosted_search = False
     chat: ComposedChat
     responses: ComposedNamespace
 
+    def __init__(self, client: Any, **options: Unpack[WrapOptions]) -> None:
+        api = options.pop("api", "chat_completions")
+        hosted = options.pop("hosted_search", False)
+        if api not in APIS:
+            raise ValueError(f"api is 'chat_completions' or 'responses', not {api!r}")
+        if options.get("native") is True and api != "responses":
+            raise ValueError(
+                "native=True needs tool deferral, which only the Responses API has: wrap(..., api='responses', "
+                "native=True); native='emulate' works over Chat Completions"
+            )
+        if hosted and (api != "responses" or options.get("native") is not True):
+            raise ValueError("hosted_search=True needs api='responses' and native=True")
+        self._api, self._hosted_search = api, bool(hosted)
+        super().__init__(client, **options)
+
+    @property
+    def api(self) -> Api:
+        """The API ``run()`` speaks: ``chat_completions`` or ``responses``."""
+        return self._api
+
     def _bind(self) -> None:
         self.chat = ComposedChat(self._client.chat, self._state)
-        self.responses = ComposedNamespace(self._client.responses, self._state, prepare_responses)
+        prepare = functools.partial(prepare_responses, hosted=self._hosted_search)
+        self.responses = ComposedNamespace(self._client.responses, self._state, prepare)
+
+    def _run_adapter(self) -> Adapter:
+        return ResponsesAdapter(hosted=self._hosted_search) if self._api == "responses" else self._adapter
+
+    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> Self:
+        other = object.__new__(type(self))
+        other._api, other._hosted_search = self._api, self._hosted_search
+        other._attach(self._client, self._state.derive(task_id=task_id, mode=mode, policy=policy))
+        return other
+
+    def tool_search_output(self, call: Mapping[str, Any] | Any) -> dict[str, Any]:
+        """Answer a ``tool_search_call`` item (``"execution": "client"``) of a native Responses conversation you run
+        yourself over ``responses.create``: the ``tool_search_output`` item to send back, with the full definitions
+        of the deferred tools the search found (of this mode only; they join the task, as in ``run()``)."""
+        keys = ("call_id", "id", "arguments")
+        fields = call if isinstance(call, Mapping) else {key: getattr(call, key, None) for key in keys}
+        arguments = fields.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                arguments = {}
+        found = self.answer_tool_search(arguments if isinstance(arguments, Mapping) else {})
+        state = self._state.bound()
+        prompt = state.prompt()
+        declared = [str(t["name"]) for t in state.composed_tools(prompt, ()) if t["name"] in set(prompt.deferred)]
+        names = found.result.names if found.result is not None else ()
+        loaded = [n for n in dict.fromkeys(names) if n in set(declared)]
+        return search_output(str(fields.get("call_id") or fields.get("id")), loaded, declared, state)
 
 
 class ComposedOpenAI(_OpenAIClient, SyncComposedClient):
@@ -306,7 +347,7 @@ class AsyncComposedOpenAI(_OpenAIClient, AsyncComposedClientBase):
 def wrap(client: _ClientT, **options: Unpack[WrapOptions]) -> Any:
     """Wrap ``openai.OpenAI`` (→ :class:`ComposedOpenAI`) or ``AsyncOpenAI`` (→ :class:`AsyncComposedOpenAI`) for one
     task and mode: ``wrap(client, mode="code", task_id="t-1", ...)``; the options are
-    :class:`~prompt_composer.agent.state.WrapOptions`."""
+    :class:`~prompt_composer.agent.state.WrapOptions` (``api="responses"`` runs the loop over the Responses API)."""
     if isinstance(client, openai.AsyncOpenAI):
         return AsyncComposedOpenAI(client, **options)
     if isinstance(client, openai.OpenAI):

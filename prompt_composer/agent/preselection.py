@@ -52,7 +52,8 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
     """Preselect for the newest user message if it is new to the task; then the note of every user message that
     has a preselection, by index into ``messages``. Empty for a mode without ``preselect``."""
     config = state.mode.config.preselect
-    if config is None or state.baseline:
+    # A provider's own deferral loads tools only through references in tool results, never from a user message.
+    if config is None or state.baseline or state.native == "provider":
         return {}
     texts = {index: user_text(message) for index, message in enumerate(messages)}
     wanted = [(index, text) for index, text in texts.items() if text]
@@ -83,7 +84,8 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
 def _appended(state: TaskState, tool: str) -> bool:
     """Whether loading ``tool`` appends its full definition (else the model can call it already)."""
     tiers = state.tiers
-    return state.mode.config.discovery or (tiers is not None and tiers.unlisted(tool))
+    emulated = state.native == "emulate" and tool not in state.mode.permanent
+    return emulated or state.mode.config.discovery or (tiers is not None and tiers.unlisted(tool))
 
 
 def _expand_brief(state: TaskState, session: TaskSession, chosen: Sequence[str]) -> None:

@@ -92,6 +92,7 @@ class ToolCallRecord:
     executed: bool = False
     expanded: bool = False
     via: str | None = None
+    references: tuple[str, ...] = ()  # deferred tools this answer loads (native deferral)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +107,7 @@ class ToolCallRecord:
             "executed": self.executed,
             "expanded": self.expanded,
             "via": self.via,
+            "references": list(self.references),
         }
 
 

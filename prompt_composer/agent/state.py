@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Required, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 from ..core.builtins import CALL_TOOL_NAME, call_tool_definition
 from ..core.composer import Composer
@@ -48,6 +48,13 @@ class WrapOptions(TypedDict, total=False):
     live registry keeps it (the last ``keep`` versions); the tool calls of a response are checked against the
     version its request was composed from. ``events`` (an :class:`~prompt_composer.events.EventLog`) receives one
     event per request, tool call, fetch, search, refusal and promotion of the loop; it never slows the loop down.
+    ``native=True`` compiles the mode to the provider's own tool deferral (every tool but the permanent and recent
+    ones deferred, loaded by references in the answers to ``tool_search`` and the fetch tool); ``"emulate"`` runs
+    the same conversation on a server that cannot defer, the loop appending the loaded tools itself.
+
+    OpenAI clients only: ``api`` picks the API ``run()`` speaks, ``"chat_completions"`` (the default, what every
+    OpenAI-compatible server copies) or ``"responses"`` (the only one with tool deferral: ``native=True`` needs it);
+    ``hosted_search=True`` (with ``native=True``) lets OpenAI search the deferred tools itself instead of the loop.
     """
 
     mode: Required[str]
@@ -61,6 +68,9 @@ class WrapOptions(TypedDict, total=False):
     system_info: SystemInfo | None
     baseline: bool
     events: EventLog | None
+    native: bool | Literal["emulate"]
+    api: Literal["chat_completions", "responses"]
+    hosted_search: bool
 
 
 class TaskState:
@@ -80,6 +90,7 @@ class TaskState:
         system_info: SystemInfo | None = None,
         baseline: bool = False,
         events: EventLog | None = None,
+        native: bool | Literal["emulate"] = False,
     ) -> None:
         self.live = registry if isinstance(registry, LiveRegistry) else None
         if isinstance(registry, LiveRegistry):
@@ -104,6 +115,9 @@ class TaskState:
         self.searcher = search if isinstance(search, LazySearch) else LazySearch(self.registry, search)
         self.call_tool = call_tool
         self.baseline = baseline
+        if native not in (True, False, "emulate"):
+            raise ValueError(f"native is True, False or 'emulate', not {native!r}")
+        self.native: Literal["provider", "emulate"] | None = "provider" if native is True else native or None
         if events is not None and not isinstance(events, EventLog):  # a bare sink would fail mid-loop: say so now
             raise TypeError(
                 f"events takes an EventLog (EventLog(sink) in front of a sink), not {type(events).__name__}"
@@ -143,9 +157,9 @@ class TaskState:
 
     @property
     def discovery(self) -> bool:
-        """Whether the loop answers ``tool_search`` itself: a discovery mode, or a tiered one (its catalog and name
-        tools are loaded by a search)."""
-        return self.mode.config.discovery or self.mode.config.tiers is not None
+        """Whether the loop answers ``tool_search`` itself: a discovery mode, a tiered one, or native deferral (what it
+        finds is loaded)."""
+        return self.mode.config.discovery or self.mode.config.tiers is not None or self.native is not None
 
     @property
     def tiers(self) -> Tiers | None:
@@ -175,6 +189,8 @@ class TaskState:
     def stable(self) -> bool:
         """Whether the composed system text and tool list stay the same for the whole task (a discovery mode's
         tool list only grows after its permanent tools): then a provider may cache them."""
+        if self.native is not None:
+            return True
         return self.baseline or self.discovery or self.policy != "every_turn" or self.mode.recent_size == 0
 
     def prompt(self, session: TaskSession | None = None) -> ComposedPrompt:
@@ -187,6 +203,10 @@ class TaskState:
         # found, so it is recomposed under every policy: it changes only when a search adds tools, and then only
         # at the end of the composed tools (before tool_search / fetch) and of the system prompt; the prefix
         # before the discovered tools stays byte-identical (composing is pure and cached per discovered set).
+        if self.native is not None:  # the eager tools are pinned for the task; deferred ones load by reference
+            pin = session.pin(self._pin_key, fingerprint=self.registry.fingerprint, mode=self.mode)
+            loaded = session.discovered(self.mode) if self.native == "emulate" else None
+            return self.composer.compose_native(self.mode, recent=pin.recent, loaded=loaded)
         if not self.pins:
             return self.composer.compose(self.mode, session)
         pin = session.pin(self._pin_key, fingerprint=self.registry.fingerprint, mode=self.mode)

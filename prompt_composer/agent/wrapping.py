@@ -10,8 +10,8 @@ from .state import WrapOptions
 def wrap(client: Any, **options: Unpack[WrapOptions]) -> Any:
     """Wrap an SDK client for one task and mode, whichever provider it is: ``anthropic.Anthropic`` /
     ``AsyncAnthropic`` (see :func:`prompt_composer.agent.anthropic.wrap`) or ``openai.OpenAI`` / ``AsyncOpenAI``
-    (see :func:`prompt_composer.agent.openai.wrap`); the options are
-    :class:`~prompt_composer.agent.state.WrapOptions`."""
+    (see :func:`prompt_composer.agent.openai.wrap`; ``api="responses"`` runs its loop over the Responses API); the
+    options are :class:`~prompt_composer.agent.state.WrapOptions`."""
     packages = {cls.__module__.partition(".")[0] for cls in type(client).__mro__}
     if "anthropic" in packages:
         from . import anthropic

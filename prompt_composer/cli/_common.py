@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
+from ..learn.events import DropCounts
 from ..learn.phrasings import load_phrasings
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
@@ -42,6 +45,27 @@ def add_learn_from(parser: Any) -> None:
         help="an event log written with --log-content: the searches that led to a tool's use become its phrasings "
         "(repeatable)",
     )
+
+
+def log_failing(path: str) -> Callable[[Exception], None]:
+    """What ``run`` and ``serve`` say, once, on stderr when their ``--log`` cannot be written (a full disk): the
+    task goes on, and the count of what the log lost follows at the end (:func:`drops_line`)."""
+
+    def report(exc: Exception) -> None:
+        reason = f"{exc.strerror} (errno {exc.errno})" if isinstance(exc, OSError) and exc.strerror else exc
+        print(
+            f"# event log {path}: cannot write: {reason}; going on without it, counting the events lost",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return report
+
+
+def drops_line(drops: DropCounts) -> str:
+    """``7 events dropped (sink_errors 7)``: what an event log lost, by cause."""
+    causes = ", ".join(f"{cause} {n}" for cause, n in drops.as_dict().items() if cause != "dropped" and n)
+    return f"{drops.total} events dropped ({causes})"
 
 
 def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | None:

@@ -20,31 +20,39 @@ from ..learn.events import EventLog
 from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
 from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
-from ._common import add_learn_from, positive_int, registry_of, search_for
+from ._common import add_learn_from, drops_line, log_failing, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
     "wire format (default: anthropic): anthropic = the Messages API; openai = Chat Completions, for OpenAI and any "
     "server that copies it (llama.cpp, vLLM, Ollama, LM Studio, LiteLLM, OpenRouter)"
 )
+# run also speaks OpenAI's Responses API (tool search needs gpt-5.4 or later); bench keeps the two above.
+RUN_MODELS = {**DEFAULT_MODELS, "openai-responses": "gpt-5.4"}
+RUN_PROVIDER_HELP = f"{PROVIDER_HELP}; openai-responses = OpenAI's Responses API, the one whose --native defers tools"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
 
 
 def register(sub: Any) -> None:
+    _register_run(sub)
+    _register_replay(sub)
+
+
+def _register_run(sub: Any) -> None:
     p = sub.add_parser(
         "run",
         help="run the tool loop on a task against a model API (read-only executors; native or text-style modes)",
     )
     p.add_argument("--mode", required=True)
     p.add_argument("--task", required=True, help="the user's task message")
-    p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
+    p.add_argument("--provider", choices=tuple(RUN_MODELS), default="anthropic", help=RUN_PROVIDER_HELP)
     p.add_argument(
         "--base-url",
         default=None,
         help="API base URL (default: the SDK's, or ANTHROPIC_BASE_URL / OPENAI_BASE_URL); a server on this machine "
         "needs no key",
     )
-    p.add_argument("--model", default=None, help="model name (default: claude-sonnet-4-6 / gpt-5)")
+    p.add_argument("--model", default=None, help="model name (default: claude-sonnet-4-6 / gpt-5 / gpt-5.4)")
     p.add_argument("--workspace", default=".", help="folder the read-only tools may read (default: .)")
     p.add_argument(
         "--servers",
@@ -53,6 +61,22 @@ def register(sub: Any) -> None:
         help='route imported tools to their MCP servers ({"mcpServers": {...}}, the format MCP clients use)',
     )
     p.add_argument("--policy", choices=POLICIES, default=None, help="promotion policy (default: the mode's)")
+    p.add_argument(
+        "--native",
+        nargs="?",
+        const="provider",
+        choices=("provider", "emulate"),
+        default=None,
+        help="the provider's own tool deferral (--native: every tool but the permanent and recent ones deferred and "
+        "loaded by tool_search's references), or --native emulate: the same for a server that cannot defer (a "
+        "local model), the loop appending what is loaded",
+    )
+    p.add_argument(
+        "--hosted-search",
+        action="store_true",
+        help="with --provider openai-responses --native: OpenAI searches the deferred tools itself (a hosted "
+        "tool_search) instead of the loop's own search",
+    )
     p.add_argument("--max-iterations", type=positive_int, default=25)
     p.add_argument("--max-tokens", type=positive_int, default=4096)
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
@@ -72,6 +96,8 @@ def register(sub: Any) -> None:
     add_learn_from(p)
     p.set_defaults(handler=cmd_run)
 
+
+def _register_replay(sub: Any) -> None:
     p = sub.add_parser("replay", help="replay tool-use sequences through each promotion policy and price them")
     p.add_argument("--traces", metavar="FILE", help="JSONL traces (SWE-agent format); default: own sequences")
     p.add_argument("--mode", action="append", help="replay in this mode (repeatable; default: every mode)")
@@ -114,7 +140,7 @@ def non_negative_int(text: str) -> int:
 def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = None) -> Sdk | str:
     """The SDK client for ``provider`` (the key from ANTHROPIC_API_KEY / OPENAI_API_KEY; a placeholder for a server
     on this machine, e.g. `prompt-composer model serve`), or why there is none."""
-    if provider == "openai":
+    if provider in ("openai", "openai-responses"):
         try:
             from ..agent import openai as adapter
         except ImportError:
@@ -131,6 +157,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     registry = registry_of(args)
     registry.mode(args.mode)  # unknown mode: exit 2 before any request
+    if args.native == "provider" and args.provider not in ("anthropic", "openai-responses"):
+        print(f"error: --native needs a provider that defers tools itself; {args.provider} (Chat Completions) does "
+              "not: use --provider openai-responses (--native emulate works everywhere)", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.hosted_search and (args.provider != "openai-responses" or args.native != "provider"):
+        print("error: --hosted-search needs --provider openai-responses --native", file=sys.stderr)
+        return 2
+    config = registry.mode(args.mode).config
+    if args.native and (config.tool_style == "text" or config.discovery):
+        print(f"error: mode {args.mode!r} cannot use --native: it is a text-style or discovery mode", file=sys.stderr)
+        return 2
     search = search_for(args, registry)  # so does an unreadable --learn-from log
     try:
         executors: dict[str, Any] = dict(workspace_executors(args.workspace))
@@ -144,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     events = None
     if args.log is not None:
         try:
-            events = EventLog(args.log, include_content=args.log_content)
+            events = EventLog(args.log, include_content=args.log_content, on_sink_error=log_failing(args.log))
         except OSError as exc:
             sdk.client.close()
             print(f"error: cannot open the event log: {exc}", file=sys.stderr)
@@ -153,8 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     def close_log(log: EventLog) -> None:
         drops = log.close()
         if drops.total:  # a slow or failing log never held the run up; say what it lost
-            causes = ", ".join(f"{cause} {n}" for cause, n in drops.as_dict().items() if cause != "dropped" and n)
-            print(f"# event log {args.log}: {drops.total} events dropped ({causes})", file=sys.stderr)
+            print(f"# event log {args.log}: {drops_line(drops)}", file=sys.stderr)
 
     with contextlib.ExitStack() as stack:
         if events is not None:
@@ -177,6 +213,7 @@ def _run_task(
     from ..agent.results import MaxIterationsError, partial_result
     from ..agent.wrapping import wrap
 
+    responses = {"api": "responses", "hosted_search": args.hosted_search} if args.provider == "openai-responses" else {}
     with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it
         # is an input of composition, so `compose` (and the golden prompts) stay deterministic.
@@ -189,11 +226,13 @@ def _run_task(
             system_info=SystemInfo.detect(args.workspace),
             events=events,
             search=search,
+            native="emulate" if args.native == "emulate" else args.native == "provider",
+            **responses,
         )
         try:
             result = client.run(
                 args.task,
-                model=args.model or DEFAULT_MODELS[args.provider],
+                model=args.model or RUN_MODELS[args.provider],
                 max_tokens=args.max_tokens,
                 executors=executors,
                 max_iterations=args.max_iterations,

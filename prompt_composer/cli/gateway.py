@@ -1,13 +1,18 @@
-"""``prompt-composer serve``: one mode as an MCP server (see :mod:`prompt_composer.gateway`)."""
+"""``prompt-composer serve``: one mode as an MCP server (see :mod:`prompt_composer.mcp.gateway`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from typing import Any
 
-from ._common import add_learn_from, registry_of, search_for
+from ..core.live import LiveRegistry
+from ..core.registry import Registry
+from ..discovery.search import ToolSearch
+from ..errors import LoadError
+from ._common import OVERLAY_ENV, add_learn_from, drops_line, log_failing, registry_of, search_for
 
 
 def register(sub: Any) -> None:
@@ -43,8 +48,44 @@ def register(sub: Any) -> None:
         "stats); no tool input or output unless --log-content",
     )
     p.add_argument("--log-content", action="store_true", help="with --log: also log tool inputs, outputs and queries")
+    p.add_argument(
+        "--watch",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="follow the docs folder: poll it every SECONDS, serve an edit once it loads cleanly, and announce a "
+        "changed tool list (notifications/tools/list_changed; subscriptions/listen for 2026-07-28 clients)",
+    )
     add_learn_from(p)
     p.set_defaults(handler=cmd_serve)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegistry | None:
+    """What serve serves: the registry, or with --watch a LiveRegistry of the same folder (``None``, said on stderr,
+    when the folder cannot be followed)."""
+    if args.watch is None:
+        return registry
+    if getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV):
+        print("error: --watch follows a docs folder as it is; it cannot apply an overlay", file=sys.stderr)
+        return None
+
+    def report(exc: LoadError) -> None:
+        print(
+            f"# serve --watch: the edited docs do not load, the last good version keeps serving:\n{exc}",
+            file=sys.stderr,
+        )
+
+    return LiveRegistry(args.docs, on_error=report)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -64,6 +105,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
     servers = load_servers(args.servers) if args.servers is not None else {}
     search = search_for(args, registry)  # an unreadable log exits 2 before anything starts
+    served = _served(args, registry)
+    if served is None:
+        return 2
+
+    def learned(version: Registry) -> ToolSearch | None:  # the --learn-from search of a reloaded version
+        return search if version.fingerprint == registry.fingerprint else search_for(args, version)
+
     try:
         executors = workspace_executors(args.workspace) if args.workspace is not None else {}
     except ExecutorError as exc:
@@ -72,23 +120,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def serve(gateway: Gateway) -> None:
         if args.transport == "http":
-            await serve_http(gateway, host=args.host, port=args.port)
+            await serve_http(gateway, host=args.host, port=args.port, watch=args.watch)
         else:
-            await serve_stdio(gateway)
+            await serve_stdio(gateway, watch=args.watch)
 
     try:
-        events = EventLog(args.log, include_content=args.log_content) if args.log is not None else None
+        events = (
+            EventLog(args.log, include_content=args.log_content, on_sink_error=log_failing(args.log))
+            if args.log is not None
+            else None
+        )
     except OSError as exc:
         print(f"error: cannot open the event log: {exc}", file=sys.stderr)
         return 2
 
     async def main() -> None:
         if args.servers is None:  # imported tools are refused, saying that no servers file was given
-            await serve(Gateway(registry, args.mode, executors=executors, events=events, search=search))
+            await serve(Gateway(served, args.mode, executors=executors, events=events, search=learned))
             return
         async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
             await serve(
-                Gateway(registry, args.mode, upstreams=upstreams, executors=executors, events=events, search=search)
+                Gateway(served, args.mode, upstreams=upstreams, executors=executors, events=events, search=learned)
             )
 
     try:
@@ -96,5 +148,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
             anyio.run(main)
     finally:
         if events is not None and (drops := events.close()).total:
-            print(f"# event log {args.log}: {drops.total} events dropped", file=sys.stderr)
+            print(f"# event log {args.log}: {drops_line(drops)}", file=sys.stderr)
     return 0

@@ -41,7 +41,13 @@ def register(sub: Any) -> None:
         "[--server NAME] [--dry-run] -- COMMAND [ARGS...]",
     )
     tool_options(q)
-    q.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound on start + listing (30)")
+    q.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="bound on the whole import: start, listing, drafting, scanning and writing (default 30)",
+    )
     q.add_argument("--server", default=None, help="origin server name (default: the name the server reports)")
     q.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS", help="the server command")
     q.set_defaults(handler=cmd_import_mcp)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ..agent.providers import PROVIDERS, tools_for
+from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_native_tools, tools_for
 from ..core.audit import run_audit
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
@@ -35,6 +35,13 @@ def register(sub: Any) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(
         "--provider", choices=PROVIDERS, default="anthropic", help="native tool definitions in this API's format"
+    )
+    p.add_argument(
+        "--native",
+        action="store_true",
+        help="compile the mode to the provider's own tool deferral: the permanent and recent tools eager, every "
+        "other tool of the mode deferred (anthropic: defer_loading; openai-responses: defer_loading functions in "
+        "namespaces), tool_search to load them; not openai (Chat Completions cannot defer)",
     )
     p.set_defaults(handler=cmd_compose)
 
@@ -106,8 +113,23 @@ def cmd_compose(args: argparse.Namespace) -> int:
     for name in recent:
         if name not in registry.tools:
             raise UnknownToolError(name, list(registry.tools))
-    prompt = Composer(registry).compose(mode, recent=recent)
-    tools = tools_for(args.provider, prompt.tools)
+    if args.native and args.provider not in ("anthropic", "openai-responses"):
+        print(f"error: --native is for a provider that defers tools itself; {args.provider} does not", file=sys.stderr)
+        return 2
+    composer = Composer(registry)
+    if args.native:
+        try:
+            prompt = composer.compose_native(mode, recent=recent)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.provider == "openai-responses":
+            tools = responses_native_tools(prompt.tools, prompt.deferred, composer)
+        else:
+            tools = anthropic_native_tools(prompt.tools, prompt.deferred)
+    else:
+        prompt = composer.compose(mode, recent=recent)
+        tools = tools_for(args.provider, prompt.tools)
     if args.format == "json":
         print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
         return 0

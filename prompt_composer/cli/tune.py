@@ -17,6 +17,7 @@ from ..learn.mode_files import write_overlay as write_overlay_file
 from ..learn.replay import ReplayParams
 from ..learn.traces import load_traces
 from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, tune_mode
+from ..shared.files import read_text
 from ._common import registry_of
 
 
@@ -83,7 +84,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     diff = ""
     if args.write_overlay and not result.already_best:
         target = Path(args.write_overlay)
-        before = target.read_text(encoding="utf-8") if target.is_file() else None
+        before = read_text(target, what="overlay file") if target.exists() else None
         root = registry.root
 
         def check(path: Path) -> None:  # the new overlay must load over the same docs, or it is not written

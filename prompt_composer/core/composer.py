@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,55 @@ class Composer:
             lambda: self.render(resolved, full=full, recent=view, tiers=tiers, loaded=appended),
         )
 
+    def compose_native(
+        self, mode: str | Mode, *, recent: Sequence[str] = (), loaded: Sequence[str] | None = None
+    ) -> ComposedPrompt:
+        """A mode for a provider's own tool deferral (or the loop's emulation of it).
+
+        Eager: the permanent tools and the ``recent`` ones, in full, then ``tool_search`` and the fetch tool. Every
+        other tool of the mode is *deferred*: its full definition follows the eager ones (``prompt.deferred`` names
+        them; an adapter marks them ``defer_loading`` or leaves them out), and the system prompt lists it by its
+        brief (or, in a tiered mode, its catalog line or name) so the model knows it exists. With ``loaded`` (the
+        loop's emulation, for servers that cannot defer), only those deferred tools are sent, appended after the
+        eager ones in the order they were loaded, as a tiered mode loads tools."""
+        resolved = self._mode(mode)
+        if resolved.config.tool_style == "text":
+            raise ValueError(f"mode {resolved.slug!r} is text style: it sends no tool definitions to defer")
+        if resolved.config.discovery:
+            raise ValueError(f"mode {resolved.slug!r} is a discovery mode: it defers by searching already")
+        own = self.tiers(resolved)
+        permanent = set(resolved.permanent)
+        view = tuple(n for n in self._view_of(resolved, recent) if n not in permanent) if recent else ()
+        eager = permanent | set(view)
+        deferred = tuple(n for n in resolved.allowed if n not in eager)
+        names = tuple(n for n in deferred if own is not None and n in own.names)
+        tiers = Tiers(brief=(), catalog=tuple(n for n in deferred if n not in names), names=names, budget=0, fixed=0)
+        briefs = frozenset(n for n in deferred if own is None or own.tier(resolved, n) == "brief")
+        if loaded is None:
+            key = ("\0native", *view)
+            appended: tuple[str, ...] = deferred
+        else:
+            appended = tuple(dict.fromkeys(n for n in loaded if n in set(deferred)))
+            key = ("\0native-emulated", *view, "\0", *appended)
+        full = frozenset(eager) | frozenset(appended)
+
+        def build() -> ComposedPrompt:
+            prompt = self.render(resolved, full=full, recent=view, tiers=tiers, loaded=appended, briefs=briefs)
+            hidden = sum(self.definition(n, full=True)[1] for n in deferred) if loaded is None else 0
+            return replace(
+                prompt,
+                deferred=deferred,
+                native=True,
+                tiered=False,
+                catalog=(),
+                names=(),
+                loaded=() if loaded is None else appended,
+                # What the model is shown: a provider keeps the deferred definitions out until a reference loads one.
+                tokens=TokenCounts(system=prompt.tokens.system, tools=prompt.tokens.tools - hidden),
+            )
+
+        return self._cached(resolved, key, build)
+
     def tiers(self, mode: str | Mode) -> Tiers | None:
         """How a tiered mode splits its tools (``None`` for a mode without ``tiers``), computed once per mode."""
         resolved = self._mode(mode)
@@ -299,6 +349,7 @@ class Composer:
         discovered: tuple[str, ...] | None = None,
         tiers: Tiers | None = None,
         loaded: tuple[str, ...] = (),
+        briefs: frozenset[str] = frozenset(),
     ) -> ComposedPrompt:
         """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
 
@@ -319,25 +370,16 @@ class Composer:
             mode, allowed, full, recent, include_fetch=include_fetch, discovered=discovered
         )
         values = {
-            **self._context,
-            "mode": mode.config,
-            # The groups of the tools the mode allows (not only its ``groups``: ``include`` adds tools by name),
-            # so rules and guidelines say only what holds in this mode (no shell advice without a shell).
-            "tool_groups": frozenset(self.registry.tools[n].group for n in mode.allowed),
-            "allowed_tools": frozenset(mode.allowed),
-            "style": style,
-            "fetch_available": include_fetch,
+            **self._mode_values(mode, include_fetch=include_fetch),
             # Whether any tool can be brief at all: stable for the mode, unlike the FIFO-dependent brief list.
             "expandable": not discovery and any(n not in permanent for n in allowed),
             "discovery": discovery,
-            "discovery_total": len(mode.allowed),
             "full_tools": full_names,
             "brief_tools": brief_names,
             "full_docs": full_docs,
             "brief_docs": [self._views[n] for n in catalog_brief],
             "recent_docs": [self._views[n] for n in (*recent, *loaded) if n not in permanent] if include_fetch else [],
-            "other_modes": [m.config for s, m in self.registry.modes.items() if s != mode.slug],
-            **self._tier_values(tiers),
+            **self._tier_values(tiers, briefs),
         }
         stable = "\n\n".join(filter(None, (self._section(name, values) for name in SECTIONS)))
         recent_text = self._section(RECENT_SECTION, values) if text_style else ""
@@ -372,15 +414,33 @@ class Composer:
             tiered=tiers is not None,
         )
 
-    def _tier_values(self, tiers: Tiers | None) -> dict[str, Any]:
-        """What the templates need of a tiered mode: its catalog lines and names, grouped by server or group."""
+    def _mode_values(self, mode: Mode, *, include_fetch: bool) -> dict[str, Any]:
+        """What the templates know of the mode whatever the task's state: its config, its tools and groups, the
+        other modes, and the composer's context."""
+        return {
+            **self._context,
+            "mode": mode.config,
+            # The groups of the tools the mode allows (not only its ``groups``: ``include`` adds tools by name),
+            # so rules and guidelines say only what holds in this mode (no shell advice without a shell).
+            "tool_groups": frozenset(self.registry.tools[n].group for n in mode.allowed),
+            "allowed_tools": frozenset(mode.allowed),
+            "style": mode.config.tool_style,
+            "fetch_available": include_fetch,
+            "discovery_total": len(mode.allowed),
+            "other_modes": [m.config for s, m in self.registry.modes.items() if s != mode.slug],
+        }
+
+    def _tier_values(self, tiers: Tiers | None, briefs: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """What the templates need of a tiered mode: its catalog lines and names, grouped by server or group (a
+        tool in ``briefs`` is listed with its whole brief instead of a short summary)."""
         if tiers is None:
             return {"tiered": False, "catalog_groups": [], "name_groups": [], "unlisted_total": 0}
         docs = self.registry.tools
         return {
             "tiered": True,
             "catalog_groups": [
-                (group, [(n, summary(docs[n])) for n in names]) for group, names in grouped(tiers.catalog, docs)
+                (group, [(n, docs[n].brief if n in briefs else summary(docs[n])) for n in names])
+                for group, names in grouped(tiers.catalog, docs)
             ],
             "name_groups": grouped(tiers.names, docs),
             "unlisted_total": len(tiers.catalog) + len(tiers.names),

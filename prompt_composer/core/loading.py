@@ -23,16 +23,20 @@ from .prompt import ComposedPrompt
 from .registry import Registry
 from .schema import validate_arguments
 from .session import TaskSession
-from .tiers import Tiers
 
 _MAX_PROBLEMS = 10
 
 
 def answer_fetch(
-    registry: Registry, mode: Mode, session: TaskSession, tool_input: Mapping[str, Any] | Any, tiers: Tiers | None
+    registry: Registry,
+    mode: Mode,
+    session: TaskSession,
+    tool_input: Mapping[str, Any] | Any,
+    hidden: frozenset[str] = frozenset(),
 ) -> FetchResult:
     """A ``fetch_tool_description`` call: refused outside the mode; the full text the first time in the task; one
-    line after that. A catalog or name tool of a tiered mode is loaded by its fetch."""
+    line after that. A ``hidden`` tool (a tiered mode's catalog or name tool, a deferred one) is loaded by its
+    fetch (see :meth:`ComposedPrompt.hidden`)."""
     raw = tool_input.get("name") if isinstance(tool_input, Mapping) else None
     name = raw.strip() if isinstance(raw, str) else ""
     if name and mode.allows(name) and name in session.expanded():
@@ -46,7 +50,7 @@ def answer_fetch(
     if result.is_error:
         return result
     session.mark_expanded(result.tool)
-    if tiers is not None and tiers.unlisted(result.tool):
+    if result.tool in hidden:
         session.discover([result.tool])
         return FetchResult(
             result.tool, f"{result.content}\n\n{result.tool} is now loaded: it is in your tools.", is_error=False
@@ -61,17 +65,16 @@ def check_unseen(
     session: TaskSession,
     name: str,
     arguments: Mapping[str, Any] | Any,
-    tiers: Tiers | None,
 ) -> str | None:
     """The error text for a call that must not run because the model has not seen the tool's schema, or ``None``.
 
-    ``prompt`` is what the call's request was composed with; ``name`` is a tool of ``mode``. Loads the tool (tiered
-    modes) and marks its full text as expanded when it answers."""
+    ``prompt`` is what the call's request was composed with; ``name`` is a tool of ``mode``. Loads the tool (one
+    that ``prompt`` hides) and marks its full text as expanded when it answers."""
     doc = registry.tools.get(name)
     if doc is None or not mode.allows(name):
         return None
     seen = session.expanded()
-    if tiers is not None and tiers.unlisted(name) and name not in prompt.loaded and name not in seen:
+    if name in prompt.hidden() and name not in seen and name not in session.discovered(mode):
         session.discover([name])
         session.mark_expanded(name)
         return (

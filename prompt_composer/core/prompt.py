@@ -100,6 +100,16 @@ class ComposedPrompt:
     names: tuple[str, ...] = ()
     loaded: tuple[str, ...] = ()
     tiered: bool = False
+    # Native deferral only: the tools kept out of the prompt until a reference loads them. For a provider's own
+    # deferral their full definitions follow the eager ones in ``tools``; when the loop emulates it, ``tools``
+    # holds only the eager ones and those ``loaded`` so far.
+    deferred: tuple[str, ...] = ()
+    native: bool = False
+
+    def hidden(self) -> frozenset[str]:
+        """The tools whose schema the model cannot see in this prompt until they are loaded: a tiered mode's catalog
+        and name tools, or the deferred ones (those already loaded excepted)."""
+        return frozenset((*self.catalog, *self.names, *self.deferred)) - frozenset(self.loaded)
 
     @property
     def system(self) -> str:
@@ -125,6 +135,7 @@ class ComposedPrompt:
                 if self.tiered
                 else {}
             ),
+            **({"deferred": list(self.deferred)} if self.native else {}),
         }
 
 

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputFileError
+from ..shared.files import open_regular
+
 if TYPE_CHECKING:
     from .embeddings import Embedder, FloatArray
 
@@ -194,8 +197,9 @@ class EmbeddingCache:
         """The vectors, use stamps and file signature of ``path``, or ``None`` (logged) when it is unusable."""
         try:
             signature = _signature(path)
-            # Open the file ourselves: np.load leaks its handle when the zip is truncated.
-            with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
+            # Open the file ourselves: np.load leaks its handle when the zip is truncated; and only a regular file
+            # (a FIFO named like the cache is refused, without blocking).
+            with open_regular(path, what="embedding cache") as handle, np.load(handle, allow_pickle=False) as data:
                 file_format = str(data["format"])
                 if file_format != _FORMAT and file_format not in _OLD_FORMATS:
                     raise ValueError(f"unknown format {file_format!r}")
@@ -211,7 +215,7 @@ class EmbeddingCache:
                 or stamps.shape != digests.shape
             ):
                 raise ValueError("digests and vectors do not match")
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        except (OSError, InputFileError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             if not quiet:
                 log.warning("ignoring embedding cache %s (%s); it will be rebuilt", path, exc)
             return None

@@ -74,7 +74,7 @@ def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str]
     description = clean_prose(tool.description)
     found = sentences(lead_prose(description))
     unflagged = [s for s in found if not _addresses_model(s, siblings)]
-    plain = [s for s in unflagged if not _gives_orders(s, siblings)]
+    plain = [s for s in unflagged if not _speaks_to_model(s)]  # the lint has passed these already
     kept = [s for s in plain if not _mentions_parameter(s, parameters) and not _is_detail(s, siblings)] or plain[:1]
     usage = next((s for s in kept if _USAGE.search(s)), None)
     chosen = _chosen(kept, usage)
@@ -136,9 +136,16 @@ def _addresses_model(sentence: str, siblings: Sequence[str]) -> bool:
 
 
 def _gives_orders(sentence: str, siblings: Sequence[str]) -> bool:
-    """Whether ``sentence`` speaks to the model rather than about the tool (see ``_ORDER_START``)."""
+    """Whether ``sentence`` speaks to the model rather than about the tool: the lint flags it, or
+    :func:`_speaks_to_model`."""
+    return _addresses_model(sentence, siblings) or _speaks_to_model(sentence)
+
+
+def _speaks_to_model(sentence: str) -> bool:
+    """Whether ``sentence`` opens with an order or a shout, lays down a rule, or speaks to "you" outside a
+    use-it-when clause (see ``_ORDER_START``)."""
     opening = re.sub(r"^[^\w]+", "", sentence)  # "🚨 IMPORTANT: …"
-    if _addresses_model(sentence, siblings) or _ORDER_START.match(opening) or _SHOUT.search(sentence):
+    if _ORDER_START.match(opening) or _SHOUT.search(sentence):
         return True
     if _USAGE.search(sentence):
         return False

@@ -14,12 +14,13 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.registry import Registry, load_registry
-from ..errors import ImporterError, LoadError
+from ..errors import ImporterError, InputFileError, LoadError
+from ..shared.files import read_text
 
 STATE_FILE = ".import-state.json"
 STATE_VERSION = 1
@@ -48,11 +49,13 @@ def empty_state() -> dict[str, Any]:
 def read_state(out: Path) -> dict[str, Any]:
     """What the importers wrote into ``out`` last time (see the module docstring)."""
     path = out / STATE_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return empty_state()
-    except (OSError, ValueError) as exc:
+    try:
+        data = json.loads(read_text(path, what="import state"))
+    except InputFileError as exc:
+        raise ImporterError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
         raise ImporterError(f"{path}: unreadable import state: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
         raise ImporterError(f"{path}: unknown import state version; remove the file to treat every doc as edited")
@@ -74,10 +77,16 @@ def files_summary(files: Mapping[str, str], out: Path, *, dry_run: bool) -> str:
     return f"wrote {len(written)} file(s) to {out}"
 
 
-def write_files(out: Path, files: Mapping[str, str]) -> None:
+def _no_check(doing: str) -> None:
+    return None
+
+
+def write_files(out: Path, files: Mapping[str, str], *, check: Callable[[str], None] = _no_check) -> None:
     """Write ``files`` (relative path → text) under ``out`` via a staging folder, then move them into place.
 
-    A new ``out`` appears whole in one rename; into an existing one, each file is replaced atomically.
+    A new ``out`` appears whole in one rename; into an existing one, each file is replaced atomically. ``check``
+    (a deadline's) is called before each file is staged and once more before the first is moved into place: if it
+    raises, the staging folder is removed and nothing has been written.
     """
     if not files:
         return
@@ -86,7 +95,8 @@ def write_files(out: Path, files: Mapping[str, str]) -> None:
         staging = out.parent / f".{out.name}.import-{secrets.token_hex(4)}"
         staging.mkdir()  # not mkdtemp: the folder becomes `out`, so it gets the usual permissions
         try:
-            _write_tree(staging, files)
+            _write_tree(staging, files, check)
+            check("moving the files into place")
             staging.rename(out)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -94,7 +104,8 @@ def write_files(out: Path, files: Mapping[str, str]) -> None:
         return
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
     try:
-        _write_tree(staging, files)
+        _write_tree(staging, files, check)
+        check("moving the files into place")
         for relative in files:
             target = out / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +114,9 @@ def write_files(out: Path, files: Mapping[str, str]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_tree(root: Path, files: Mapping[str, str]) -> None:
-    for relative, text in files.items():
+def _write_tree(root: Path, files: Mapping[str, str], check: Callable[[str], None]) -> None:
+    for index, (relative, text) in enumerate(files.items()):
+        check(f"writing the files ({index:,} of {len(files):,} staged)")
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from ..errors import ImporterError
 from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
+from .deadline import Deadline
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import UpstreamTool, parse_tool_list
 
@@ -74,15 +75,20 @@ def import_mcp(
 ) -> ImportPlan:
     """List an MCP server's tools over stdio and import them into ``out`` (all or nothing; merges).
 
-    Read-only tools go to ``group``, writing ones to ``write_group`` (default ``<group>-write``).
+    Read-only tools go to ``group``, writing ones to ``write_group`` (default ``<group>-write``). ``timeout``
+    bounds the whole import: starting the server, listing, drafting, scanning and writing (see
+    :mod:`.deadline`); past it the import stops with one ImporterError line, and nothing is written.
     """
+    deadline = Deadline(timeout, what=f"MCP server {' '.join(command)!r}")
     listing = list_mcp_tools(command, timeout=timeout)
     if not listing.tools:
         raise ImporterError(f"MCP server {' '.join(command)!r} lists no tools")
     server = server or listing.server
-    plan = plan_tools(listing.tools, out, server=server, group=group, write_group=write_group, prefix=prefix)
+    plan = plan_tools(
+        listing.tools, out, server=server, group=group, write_group=write_group, prefix=prefix, deadline=deadline
+    )
     if not dry_run:
-        apply_plan(plan)
+        apply_plan(plan, deadline=deadline)
     return plan
 
 

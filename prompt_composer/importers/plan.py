@@ -32,8 +32,9 @@ from typing import Any, Literal
 from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import ImporterError, LoadError
-from ..safety.lint import Finding, full_size_limit, quarantine_rules, scan, sibling_names
+from ..safety.lint import Finding, full_size_limit, quarantine_rules, scan
 from ..safety.text import escape_invisible
+from .deadline import NO_DEADLINE, Deadline
 from .drafting import draft_docs
 from .folder import (
     STATE_FILE,
@@ -47,6 +48,7 @@ from .folder import (
     write_files,
 )
 from .placement import Placement
+from .siblings import SiblingIndex, strings, text_words
 from .tool_list import UpstreamTool
 from .yaml_out import doc_yaml
 
@@ -208,6 +210,7 @@ def plan_import(
     *,
     server: str,
     placements: Mapping[str, Placement] | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> ImportPlan:
     """Merge freshly drafted ``docs`` of ``server`` into the folder ``out``, in memory only.
 
@@ -224,9 +227,12 @@ def plan_import(
     ``QUARANTINE_SEVERITY`` or above is written with ``quarantine: [rule ids]`` (and a comment saying how to
     clear it), so no mode allows it. A person clears it by deleting the key after review; that stands until the
     upstream text changes, when the doc is scanned again (a "rug pull" is caught on the next import).
+
+    ``deadline`` is checked between docs (see :mod:`.deadline`).
     """
     out = Path(out)
     existing = load_output_folder(out)
+    deadline.check(f"loading the docs already in {out}")
     state = read_state(out) if existing is not None else empty_state()
     records: dict[str, Any] = dict(state["tools"])
     current = dict(existing.tools) if existing is not None else {}
@@ -250,10 +256,10 @@ def plan_import(
         changes.append(change)
     # The security lint: quarantine what addresses the model (see _quarantine for a person's clearing).
     limit = full_size_limit(merged.values())
-    cleared = _scan_all(changes, merged, current, docs, state["tools"], records, limit)
+    cleared = _scan_all(changes, merged, current, docs, state["tools"], records, limit, deadline)
     registry = _validated(merged.values(), existing, out)
-    files, texts = _doc_files(changes, registry, out)
-    quarantined = _findings(changes, registry, texts, limit)
+    files, texts = _doc_files(changes, registry, out, deadline)
+    quarantined = _findings(changes, registry, texts, limit, deadline)
     new_state = {"version": STATE_VERSION, "tools": dict(sorted(records.items())), "modes": state["modes"]}
     if files or new_state != state:
         files[STATE_FILE] = state_text(new_state)
@@ -368,6 +374,24 @@ def _quarantine(
     return quarantine, quarantine, False
 
 
+class _Siblings:
+    """What :func:`~prompt_composer.safety.lint.sibling_names` gives a doc (the names, ours and upstream's, of the
+    other tools of its server), cut to those its texts can name (see :mod:`.siblings`): linear in the docs."""
+
+    def __init__(self, docs: Iterable[ToolDoc]) -> None:
+        by_server: dict[str, list[tuple[str, str]]] = {}
+        for doc in docs:
+            if doc.origin is not None:
+                by_server.setdefault(doc.origin.server, []).extend([(doc.name, doc.name), (doc.name, doc.origin.name)])
+        self._index = {server: SiblingIndex(entries) for server, entries in by_server.items()}
+
+    def of(self, doc: ToolDoc) -> list[str]:
+        if doc.origin is None:
+            return []
+        words = text_words(strings(doc.model_dump(mode="json")))
+        return self._index[doc.origin.server].among(words, owner=doc.name)
+
+
 def _scan_all(
     changes: list[DocChange],
     merged: dict[str, ToolDoc],
@@ -376,15 +400,18 @@ def _scan_all(
     previous: Mapping[str, Any],
     records: dict[str, Any],
     limit: int,
+    deadline: Deadline,
 ) -> list[str]:
     """Scan each doc of the import and set its ``quarantine`` (in ``merged``, ``changes`` and its ``records``
     entry); returns the docs whose clearing by a person stands though the lint still flags them."""
     incoming = {doc.name: doc for doc in docs}
+    siblings = _Siblings(merged.values())
     cleared: list[str] = []
     for index, change in enumerate(changes):
+        deadline.check(f"scanning the docs for poisoning ({index:,} of {len(changes):,} scanned)")
         doc, old = merged[change.name], current.get(change.name)
         upstream = _upstream_hash(incoming[change.name])
-        rules = quarantine_rules(scan(doc, full_limit=limit, siblings=sibling_names(doc, merged.values())))
+        rules = quarantine_rules(scan(doc, full_limit=limit, siblings=siblings.of(doc)))
         record = previous.get(change.name) if old is not None else None
         quarantine, recorded, stands = _quarantine(doc, old, upstream, record or {}, rules)
         records[change.name] = {**records[change.name], "scan": {"upstream": upstream, "quarantine": list(recorded)}}
@@ -407,12 +434,13 @@ def _validated(tools: Iterable[ToolDoc], existing: Registry | None, out: Path) -
 
 
 def _doc_files(
-    changes: Sequence[DocChange], registry: Registry, out: Path
+    changes: Sequence[DocChange], registry: Registry, out: Path, deadline: Deadline
 ) -> tuple[dict[str, str], dict[str, tuple[Path, str | None]]]:
     """The files of the docs that change (relative path → text), and each doc's path with its new text."""
     files: dict[str, str] = {}
     texts: dict[str, tuple[Path, str | None]] = {}
-    for change in changes:
+    for index, change in enumerate(changes):
+        deadline.check(f"writing the docs as YAML ({index:,} of {len(changes):,} done)")
         # Rewrite a doc where it lives: a second file beside a hand-renamed `.yml` would be a duplicate.
         stem = f"{change.name}.yml" if (out / f"{change.name}.yml").is_file() else f"{change.name}.yaml"
         if change.action != "unchanged":
@@ -422,27 +450,41 @@ def _doc_files(
 
 
 def _findings(
-    changes: Sequence[DocChange], registry: Registry, texts: Mapping[str, tuple[Path, str | None]], limit: int
+    changes: Sequence[DocChange],
+    registry: Registry,
+    texts: Mapping[str, tuple[Path, str | None]],
+    limit: int,
+    deadline: Deadline,
 ) -> dict[str, tuple[Finding, ...]]:
     """The quarantined docs of the import with their findings, located at lines of the files as written."""
     quarantined: dict[str, tuple[Finding, ...]] = {}
+    siblings = _Siblings(registry.tools.values())
     for change in changes:
         doc = registry.tools[change.name]
         if doc.quarantined:
+            deadline.check("locating the findings of the quarantined docs")
             path, text = texts[change.name]
-            siblings = sibling_names(doc, registry.tools.values())
-            quarantined[change.name] = tuple(scan(doc, path=path, source=text, full_limit=limit, siblings=siblings))
+            found = scan(doc, path=path, source=text, full_limit=limit, siblings=siblings.of(doc))
+            quarantined[change.name] = tuple(found)
     return quarantined
 
 
-def apply_plan(plan: ImportPlan) -> None:
-    write_files(plan.out, plan.files)
+def apply_plan(plan: ImportPlan, *, deadline: Deadline = NO_DEADLINE) -> None:
+    """Write the plan's files (all of them, or none if ``deadline`` passes before they are moved into place)."""
+    write_files(plan.out, plan.files, check=deadline.check)
 
 
 def plan_tools(
-    tools: Sequence[UpstreamTool], out: str | Path, *, server: str, group: str, write_group: str | None, prefix: str
+    tools: Sequence[UpstreamTool],
+    out: str | Path,
+    *,
+    server: str,
+    group: str,
+    write_group: str | None,
+    prefix: str,
+    deadline: Deadline = NO_DEADLINE,
 ) -> ImportPlan:
     """Draft docs for ``tools`` (:func:`draft_docs`) and plan their import into ``out``."""
-    drafted = draft_docs(tools, server=server, group=group, write_group=write_group, prefix=prefix)
+    drafted = draft_docs(tools, server=server, group=group, write_group=write_group, prefix=prefix, deadline=deadline)
     placements = {doc.name: placement for doc, placement in drafted}
-    return plan_import(out, [doc for doc, _ in drafted], server=server, placements=placements)
+    return plan_import(out, [doc for doc, _ in drafted], server=server, placements=placements, deadline=deadline)

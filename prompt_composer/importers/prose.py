@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 _ABBREVIATION_END = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)$", re.IGNORECASE)
+_ABBREVIATION_WINDOW = 16  # characters: more than the longest abbreviation and the character before it
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]+(?=\s|$)")
 _SECTION_HEAD = re.compile(
     r"^\s*(?:#+\s|args?:|arguments:|parameters?:|params:|inputs?:|returns?:|example|usage:|note:|error\s+responses?:|```)",
@@ -27,7 +28,10 @@ def sentences(text: str) -> list[str]:
     """Split prose into sentences the way the brief validator counts them (``e.g.`` ends nothing)."""
     out, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION_END.search(text[: match.start() + 1].rstrip(".")) and match.group() == ".":
+        # Only the few characters before the full stop can end in an abbreviation: searching them alone keeps a
+        # long text linear (searching all the text before each sentence end made a 5 MB description quadratic).
+        end = match.start()
+        if match.group() == "." and _ABBREVIATION_END.search(text, max(0, end - _ABBREVIATION_WINDOW), end):
             continue
         out.append(text[start : match.end()].strip())
         start = match.end()

@@ -24,8 +24,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.modes import FileRestriction, ModeConfig
-from ..errors import ImporterError
-from ..shared.yamlfile import LineMap, line_of, read_yaml
+from ..errors import ImporterError, InputFileError
+from ..shared.files import read_text
+from ..shared.yamlfile import MAX_YAML_BYTES, LineMap, line_of, parse_yaml
 from .folder import text_hash
 from .js_regex import js_file_regex
 
@@ -72,16 +73,18 @@ class _At:
 
 def read_roomodes(path: Path) -> tuple[list[tuple[Any, tuple[str | int, ...]]], LineMap]:
     """The entries of a ``.roomodes`` file, each with its place in the file, and the file's line numbers."""
-    data, lines, problems = read_yaml(path)  # YAML, and JSON as a subset of it; with line numbers
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""  # read_yaml has reported it
+    try:  # once, safely: a FIFO, a device or a file over the YAML size limit is refused, naming the path
+        text = read_text(path, what=".roomodes file", max_bytes=MAX_YAML_BYTES)
+    except InputFileError as exc:
+        raise ImporterError(str(exc)) from None
+    data, lines, problems = parse_yaml(text, path)  # YAML, and JSON as a subset of it; with line numbers
     if text.lstrip().startswith(("{", "[")):  # JSON: decode it as JSON (PyYAML mangles surrogate-pair escapes)
         try:
             decoded = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ImporterError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ImporterError(f"{path}:1: invalid JSON: nested too deeply to read") from None
         if problems or decoded != data:
             lines = {}  # YAML read it differently: no line numbers rather than wrong ones
         data, problems = decoded, []

@@ -32,6 +32,7 @@ from ..core.composer import Composer
 from ..core.modes import ModeConfig
 from ..core.registry import Registry, default_docs_dir
 from ..errors import ImporterError, LoadError
+from ..shared.files import read_text
 from .folder import STATE_FILE, files_summary, load_output_folder, read_state, state_text, text_hash, write_files
 from .roo_entries import ParsedMode, parse_entry, read_roomodes
 from .yaml_out import dump_yaml
@@ -254,12 +255,12 @@ def _mode_file(existing: Registry, out: Path, slug: str) -> Path:
 
 def _decide(parsed: ParsedMode, file: Path, record: Any, *, replace: bool) -> tuple[_Action, str]:
     """What to do with an existing mode file of the same slug, and why (see the module docstring)."""
-    current = file.read_text(encoding="utf-8")
+    current = read_text(file, what="mode file")
     written, source = _record(record)
     if written == text_hash(current):
         return "import", ""
     shipped = default_docs_dir() / "modes" / f"{parsed.config.slug}.yaml"
-    if shipped.is_file() and shipped.read_text(encoding="utf-8") == current:
+    if shipped.is_file() and read_text(shipped, what="mode file") == current:
         return "replace", _BUILT_IN
     if replace:
         return "replace", _PERSON_REPLACED
@@ -316,7 +317,7 @@ def _mode_files(
         text = mode_yaml(registry.modes[slug].config)
         old_file = _mode_file(existing, out, slug)
         relative = f"modes/{old_file.name}"
-        previous = old_file.read_text(encoding="utf-8") if old_file.exists() else None
+        previous = read_text(old_file, what="mode file") if old_file.exists() else None
         if previous is None:
             changes.append(ModeChange(slug, "add"))
         elif previous == text:

@@ -12,11 +12,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ImporterError
+from ..errors import ImporterError, InputFileError
+from ..shared.files import read_text
 
 ToolListFormat = Literal["anthropic", "openai", "mcp"]
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 _SCHEMA_KEY: Mapping[ToolListFormat, str] = {"anthropic": "input_schema", "mcp": "inputSchema", "openai": "parameters"}
+# The longest description kept (the longest of the real catalogs measured is ~6,000 characters). A longer one is
+# cut here, with a note saying so: drafting and the security lint read every character, a model could never use
+# megabytes of it, and the doc's file must stay under the size the registry loads (MAX_YAML_BYTES).
+MAX_DESCRIPTION_CHARS = 64_000
+# The largest input schema taken (as compact JSON; real ones are a few kilobytes): the schema is kept verbatim, so
+# a larger one is refused, naming the tool, rather than drafted, scanned and written for minutes.
+MAX_SCHEMA_BYTES = 1024 * 1024
+# The deepest input schema taken, in nested objects and arrays (the deepest real one measured has 10): deeper
+# nesting would exhaust the recursion of every step that walks a schema (validation, YAML, the lint).
+MAX_SCHEMA_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,28 @@ def _schema(value: Any, where: str) -> dict[str, Any]:
     if schema.get("type") != "object":
         raise ImporterError(f"{where}: the input schema must have type 'object' (got {schema.get('type')!r})")
     schema.setdefault("properties", {})
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        raise ImporterError(f"{where}: the input schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+    size = len(json.dumps(schema, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_SCHEMA_BYTES:
+        raise ImporterError(
+            f"{where}: the input schema is {size:,} bytes as JSON, over the limit of {MAX_SCHEMA_BYTES:,}"
+        )
     return schema
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests objects and arrays (walked without recursion, so any depth is measured)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            if depth <= MAX_SCHEMA_DEPTH:  # past the limit the answer is known: stop descending
+                stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _text(value: Any, where: str, key: str) -> str:
@@ -114,13 +146,22 @@ def _text(value: Any, where: str, key: str) -> str:
     return value
 
 
+def _cut(description: str) -> str:
+    """``description``, or its first :data:`MAX_DESCRIPTION_CHARS` characters and a note saying it was cut."""
+    if len(description) <= MAX_DESCRIPTION_CHARS:
+        return description
+    kept = description[:MAX_DESCRIPTION_CHARS].rstrip()
+    note = f"the upstream description has {len(description):,} characters; the first {MAX_DESCRIPTION_CHARS:,} are kept"
+    return f"{kept}\n\n[cut by the importer: {note}]"
+
+
 def _tool(body: Mapping[str, Any], kind: ToolListFormat, name: str, where: str) -> UpstreamTool:
     """One entry's tool (``body`` is the entry, or its ``function`` object in the Chat Completions format)."""
     annotations = body.get("annotations") if kind == "mcp" else None
     title = body.get("title") or (annotations.get("title") if isinstance(annotations, Mapping) else None)
     return UpstreamTool(
         name=name,
-        description=_text(body.get("description"), where, "description"),
+        description=_cut(_text(body.get("description"), where, "description")),
         input_schema=_schema(body.get(_SCHEMA_KEY[kind]), where),
         title=title if isinstance(title, str) and title.strip() else None,
         annotations=dict(annotations) if isinstance(annotations, Mapping) else {},
@@ -156,12 +197,14 @@ def parse_tool_list(data: Any, *, source: str = "<json>") -> tuple[ToolListForma
 def read_tool_list(path: str | Path) -> tuple[ToolListFormat, list[UpstreamTool]]:
     """Read and parse a JSON tool list file; invalid JSON is reported as ``file:line:col``."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImporterError(f"{path}: cannot read: {exc}") from None
+    try:  # regular files only, at most MAX_INPUT_BYTES: a FIFO or a device is refused without blocking
+        text = read_text(path, what="tool list")
+    except InputFileError as exc:
+        raise ImporterError(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImporterError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ImporterError(f"{path}: invalid JSON: nested too deeply to read") from None
     return parse_tool_list(data, source=str(path))

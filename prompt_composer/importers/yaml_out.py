@@ -11,6 +11,7 @@ import yaml
 
 from ..core.docs import ToolDoc
 from ..errors import ImporterError
+from ..shared.yamlfile import MAX_YAML_BYTES
 
 
 class _Dumper(yaml.SafeDumper):
@@ -56,6 +57,19 @@ def quarantine_comment(rules: Sequence[str]) -> str:
     )
 
 
+# libyaml's loader, when PyYAML has it: ten times faster than the pure-Python one the registry loads with.
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def _load_back(text: str) -> Any:
+    """``text`` loaded as the registry loads it. ASCII text (most docs) is read by libyaml, which reads what this
+    dumper writes in ASCII as the pure-Python loader does; other text by the registry's own (pure-Python) loader,
+    so a character the two read differently cannot slip through the check."""
+    if _FAST_LOADER is not None and text.isascii():
+        return yaml.load(text, Loader=_FAST_LOADER)  # CSafeLoader: the safe loader, in C
+    return yaml.safe_load(text)
+
+
 def doc_yaml(doc: ToolDoc) -> str:
     """The YAML file of ``doc``, checked to load back as the same doc."""
     data = doc.model_dump(mode="json", exclude_defaults=True)
@@ -63,6 +77,12 @@ def doc_yaml(doc: ToolDoc) -> str:
     text = dump_yaml(ordered)
     if doc.quarantine:
         text = quarantine_comment(doc.quarantine) + text
-    if ToolDoc.model_validate(yaml.safe_load(text)) != doc:  # never write what would not load back the same
+    size = len(text.encode("utf-8"))
+    if size > MAX_YAML_BYTES:  # the registry would refuse the file: write nothing rather than a folder that fails
+        raise ImporterError(
+            f"tool {doc.name!r}: its doc would be {size:,} bytes, over the {MAX_YAML_BYTES:,} a tool doc file may "
+            "have (its input schema is too large to import)"
+        )
+    if ToolDoc.model_validate(_load_back(text)) != doc:  # never write what would not load back the same
         raise ImporterError(f"tool {doc.name!r}: its YAML does not round-trip; please report this")
     return text

@@ -93,16 +93,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
+import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol, Self, runtime_checkable
 
 from ..shared.files import json_lines
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 EVENT_KINDS = ("request", "tool_call", "fetch", "search", "preselect", "refusal", "promotion", "list", "dropped")
@@ -123,25 +127,56 @@ class Sink(Protocol):
 class JsonlSink:
     """Appends each event as one JSON line to a file (created if missing) or to an open text stream.
 
-    Appending lets several runs share one log; each line is flushed as written, so a crash loses at most the line
-    being written. A stream passed in is flushed, never closed."""
+    Appending lets several runs share one log: a file is opened for appending and each line goes out in one
+    ``write`` of its own, unbuffered, so lines of several writers do not mix and a crash loses at most the line
+    being written. A line the file does not take (a full disk, ``/dev/full``, an I/O error) raises ``OSError``
+    and is gone: nothing is kept to come out later, so the event log's drop count is what the file lacks; a line
+    cut short by such an error is ended before the next one, so it costs no other line. Opening does not wait for
+    a reader on a FIFO (one without a reader is an ``OSError``). A stream passed in is flushed, never closed."""
 
     def __init__(self, target: str | Path | IO[str]) -> None:
+        self._stream: IO[str] | None = None
+        self._fd = -1
+        self._torn = False  # the last line was cut short: the next one starts on a new line
         if isinstance(target, str | Path):
-            self._stream: IO[str] = open(target, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
-            self._owned = True
+            self._fd = _open_append(target)
         else:
-            self._stream, self._owned = target, False
+            self._stream = target
 
     def write(self, event: Mapping[str, Any]) -> None:
-        self._stream.write(json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n")
-        self._stream.flush()
+        line = json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+        if self._stream is not None:
+            self._stream.write(line)
+            self._stream.flush()
+            return
+        payload = ("\n" if self._torn else "").encode() + line.encode("utf-8", "backslashreplace")
+        data = memoryview(payload)
+        while data:
+            try:
+                written = os.write(self._fd, data)
+            except OSError:
+                if len(data) < len(payload):  # part of it is in the file already: a torn line
+                    self._torn = True
+                raise
+            data = data[written:]
+        self._torn = False
 
     def close(self) -> None:
-        if self._owned:
-            self._stream.close()
-        else:
+        if self._stream is not None:
             self._stream.flush()
+        elif self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+def _open_append(path: str | Path) -> int:
+    """A descriptor appending to ``path`` (created if missing), opened without waiting for a FIFO's reader."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | nonblock, 0o666)
+    if nonblock:  # only the open must not wait: writes to a pipe wait for room (on the log's own thread)
+        os.set_blocking(fd, True)
+    return fd
 
 
 @dataclass(frozen=True)
@@ -173,7 +208,12 @@ class EventLog:
 
     ``sink`` may be a path (a :class:`JsonlSink` is opened on it). :meth:`emit` never blocks and never raises;
     what it cannot hand over is dropped and counted. Close it (or use it as a context manager) to flush: the
-    thread is a daemon, so an unclosed log loses what is still queued when the process exits."""
+    thread is a daemon, so an unclosed log loses what is still queued when the process exits.
+
+    The first time the sink raises (a full disk, ``/dev/full``, a lost connection), the log says so once:
+    ``on_sink_error(exc)`` is called (on the log's thread), or without it a warning goes to the
+    ``prompt_composer.learn.events`` logger (stderr, when logging is not set up). Later failures are only
+    counted; :attr:`sink_error` keeps the first."""
 
     def __init__(
         self,
@@ -182,6 +222,7 @@ class EventLog:
         include_content: bool = False,
         max_queue: int = DEFAULT_MAX_QUEUE,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        on_sink_error: Callable[[Exception], object] | None = None,
     ) -> None:
         if max_queue < 1:
             raise ValueError("max_queue must be at least 1")
@@ -189,6 +230,8 @@ class EventLog:
         self.include_content = include_content
         self.max_queue = max_queue
         self.close_timeout = close_timeout
+        self.on_sink_error = on_sink_error
+        self.sink_error: Exception | None = None  # the sink's first failure (later ones are only counted)
         self._items: deque[dict[str, Any]] = deque()
         # One lock for the queue and the counts; the sink is always called outside it, so emit() never waits on it.
         self._cond = threading.Condition()
@@ -256,9 +299,26 @@ class EventLog:
     def _write(self, event: Mapping[str, Any]) -> bool:
         try:
             self.sink.write(event)
-        except Exception:
+        except Exception as exc:
+            if self.sink_error is None:  # only this thread writes: no lock needed
+                self.sink_error = exc.with_traceback(None)  # not the frames (they hold the event)
+                self._warn(exc)
             return False
         return True
+
+    def _warn(self, exc: Exception) -> None:
+        """Say once that the sink failed: the caller's ``on_sink_error``, else a logged warning."""
+        try:
+            if self.on_sink_error is not None:
+                self.on_sink_error(exc)
+            else:
+                log.warning(
+                    "event log: the sink failed (%s: %s); events it cannot take are dropped and counted",
+                    type(exc).__name__,
+                    exc,
+                )
+        except Exception:  # a failing report must not stop the log (and never reaches the loop)
+            pass
 
     # -- closing and counts ----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import yaml
 
 from ..core.modes import Mode
 from ..errors import InputFileError
+from ..shared.files import read_text
 from .tune import Setting
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -100,7 +101,7 @@ def mode_file_diff(mode: Mode, setting: Setting) -> str:
     """The unified diff that puts ``setting`` into ``mode``'s file (empty when nothing changes)."""
     if mode.path is not None and mode.path.is_file():
         name = str(mode.path)
-        before = mode.path.read_text(encoding="utf-8")
+        before = read_text(mode.path, what="mode file")
     else:  # a mode built in memory: diff its configuration as YAML
         name = f"modes/{mode.slug}.yaml"
         before = yaml.safe_dump(mode.config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
@@ -145,10 +146,8 @@ def write_overlay(
     ``validate`` gets the new file before it replaces the old one (e.g. ``lambda p: load_registry(docs,
     overlay=p)``); if it raises, the old file stays."""
     target = Path(path)
-    try:
-        before = target.read_text(encoding="utf-8") if target.exists() else None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{target}: cannot read overlay: {exc}") from None
+    # Read safely (a FIFO or a device is refused, not replaced by the rename below); InputFileError names it.
+    before = read_text(target, what="overlay file") if target.exists() else None
     after = overlay_text(before, slug, setting, what=str(target))
     # Written beside the target and renamed over it, so a crash never leaves half an overlay for the next load.
     fd, temp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.")

@@ -21,12 +21,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ..errors import LocalModelError
+from ..errors import InputFileError, LocalModelError
+from ..shared.files import read_text
 from ..shared.net import is_loopback
 from .weights import DEFAULT_WEIGHTS, is_set_up, model_path
 
 # Packaged chat templates by name (files in prompt_composer/local/chat_templates/).
 CHAT_TEMPLATES = ("qwen2.5-json-tools",)
+MAX_TEMPLATE_BYTES = 1024 * 1024  # a chat template is a few kilobytes of Jinja
 
 
 def chat_template(name: str) -> str:
@@ -44,6 +46,15 @@ def _runtime() -> Any:
     except ImportError as exc:
         raise LocalModelError("the local model runtime is not installed: pip install 'prompt-composer[local]'") from exc
     return xllamacpp
+
+
+def read_chat_template(path: str | Path) -> str:
+    """The Jinja chat template in the file ``path``: a regular file of at most MAX_TEMPLATE_BYTES (a FIFO or a
+    device is refused without blocking), else a LocalModelError naming it."""
+    try:
+        return read_text(path, what="chat template", max_bytes=MAX_TEMPLATE_BYTES)
+    except InputFileError as exc:
+        raise LocalModelError(str(exc)) from None
 
 
 def serve(
@@ -84,10 +95,7 @@ def serve(
     if template in CHAT_TEMPLATES:
         params.chat_template = chat_template(template)
     elif template != "gguf":
-        try:
-            params.chat_template = Path(template).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LocalModelError(f"cannot read the chat template {template}: {exc.strerror}") from exc
+        params.chat_template = read_chat_template(template)
     if not is_loopback(host):
         print(f"warning: serving on {host}: anyone who reaches it can use the model (no API key)", file=sys.stderr)
     try:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ExecutorError, InputFileError, UpstreamError
 from ..safety.executors import ToolExecutor
+from ..shared.files import read_text
 from .client import ServerSpec, open_client
 
 if TYPE_CHECKING:
@@ -52,12 +53,12 @@ class _ServersFile(BaseModel):
 def load_servers(path: str | Path) -> dict[str, ServerSpec]:
     """Read a servers file (``{"mcpServers": {...}}``); :class:`InputFileError` names the file and each bad key."""
     where = Path(path)
-    try:
-        data = json.loads(where.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputFileError(f"{where}: cannot read the servers file: {exc.strerror or exc}") from None
+    try:  # regular files only, size-capped: a FIFO or a device is refused without blocking (InputFileError)
+        data = json.loads(read_text(where, what="servers file"))
     except json.JSONDecodeError as exc:
         raise InputFileError(f"{where}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputFileError(f"{where}:1: not JSON a reader can take: nested too deeply") from None
     try:
         parsed = _ServersFile.model_validate(data)
     except ValidationError as exc:

@@ -3,7 +3,10 @@ against paths as a walk goes.
 
 Regexes run on the ``regex`` package, whose matching takes a timeout (the search enforces it); what it cannot
 bound is compiling, so patterns whose compiling alone would be slow (huge or nested counted repeats) are refused
-here, as are overlong ones.
+here, as are overlong ones. Nor can it bound the memory of a pattern that calls a group (recursion: ``(?R)``,
+``(?0)``, ``(?1)``, ``(?+1)``, ``(?-1)``, ``(?&name)``, ``(?P>name)``, ``(?P&name)``): a call that consumes
+nothing recurses without end, and the match's stack grows by hundreds of megabytes a second, faster than the
+timeout stops it, until the process runs out of memory. Group calls are refused before compiling.
 """
 
 from __future__ import annotations
@@ -89,10 +92,53 @@ def _set_end(source: str, i: int, nested: bool) -> int:
     return i
 
 
+def _group_call(source: str, *, nested: bool, comments: bool) -> tuple[int, str] | None:
+    """Where ``source`` calls a group, and the call's opening (``(?R``, ``(?1``, ``(?&``, ``(?P>`` …), read with
+    or without nested sets and ``#`` comments (see :func:`_expansion`); ``None`` when it calls none. Escapes, sets
+    and comments are skipped, as the regex package's parser skips them."""
+    i = 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+        elif char == "[":
+            i = _set_end(source, i, nested)
+        elif char == "#" and comments:
+            end = source.find("\n", i)
+            i = len(source) if end < 0 else end + 1
+        elif source.startswith("(?#", i):  # a comment group: up to the first unescaped ")"
+            i += 3
+            while i < len(source) and source[i] != ")":
+                i += 2 if source[i] == "\\" else 1
+            i += 1
+        elif char == "(":
+            call = _CALL.match(source, i)
+            if call is not None:
+                return i, call.group()
+            i += 1
+        else:
+            i += 1
+    return None
+
+
+# What opens a group call in the regex package: (?R) (?0) (?1) (?+1) (?-1) (?&name); (?P>name) and (?P&name),
+# where a verbose pattern may put spaces and comments between the P and the > (this pattern allows them always).
+_CALL = re.compile(r"\(\?(?:R|\d|[+-]\d|&|P(?:\s|#[^\n]*(?:\n|$))*[>&])")
+
+
 def compile_regex(source: str) -> Any:
     """``source`` compiled by the regex package (Perl/``re`` syntax), or an ExecutorError saying why not."""
     if len(source) > _MAX_REGEX:
         raise ExecutorError(f"the regex is too long ({len(source):,} characters; at most {_MAX_REGEX:,})")
+    for nested in (False, True):
+        for comments in (False, True):
+            found = _group_call(source, nested=nested, comments=comments)
+            if found is not None:
+                raise ExecutorError(
+                    f"the regex {source[:100]!r} calls a group ({found[1]!r} at position {found[0]}): recursive "
+                    "patterns ((?R), (?0), (?1), (?&name), (?P>name) …) are refused, since their memory cannot be "
+                    "bounded; write the pattern without them"
+                )
     if _expansion(source) > _MAX_EXPANSION:
         raise ExecutorError(
             f"the regex {source[:100]!r} repeats too much: its counted repeats (such as {{1000}}, nested) would "

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import InputFileError
 
@@ -36,12 +36,11 @@ def _kind(mode: int) -> str:
     return "it is not a regular file"
 
 
-def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, at most ``max_bytes`` of them; anything else is an InputFileError.
+def _open_regular(path: str | Path, what: str, max_bytes: int | None) -> int:
+    """A descriptor of the regular file ``path`` (at most ``max_bytes`` long, when given); else InputFileError.
 
-    The file is opened without blocking (a FIFO opens at once, and is then refused by its type), its type and size
-    are checked on the open descriptor, and at most ``max_bytes + 1`` bytes are read (a file that grows while it
-    is read is refused too)."""
+    Opened without blocking (a FIFO opens at once, and is then refused by its type); the type and size are checked
+    on the open descriptor, so the file cannot be swapped for another between the check and the read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -51,10 +50,30 @@ def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_INP
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputFileError(f"{path}: cannot read the {what}: {_kind(info.st_mode)}", path=path)
-        if info.st_size > max_bytes:
+        if max_bytes is not None and info.st_size > max_bytes:
             raise InputFileError(
                 f"{path}: cannot read the {what}: {info.st_size:,} bytes, over the limit of {max_bytes:,}", path=path
             )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: str | Path, *, what: str = "file") -> BinaryIO:
+    """The regular file ``path`` opened for reading (binary); a FIFO, device, socket or directory is an
+    InputFileError, refused without blocking. For large files read in their own format (no size cap here)."""
+    return os.fdopen(_open_regular(path, what, None), "rb")
+
+
+def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them; anything else is an InputFileError.
+
+    The file is opened without blocking (a FIFO opens at once, and is then refused by its type), its type and size
+    are checked on the open descriptor, and at most ``max_bytes + 1`` bytes are read (a file that grows while it
+    is read is refused too)."""
+    fd = _open_regular(path, what, max_bytes)
+    try:
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:
@@ -101,8 +120,11 @@ def json_lines(path: str | Path, *, what: str = "file", strict: bool = True) -> 
             continue
         try:
             yield JsonLine(number, json.loads(line))
-        except ValueError as exc:
-            message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):
+                message = "nested too deeply"
+            else:
+                message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             if strict:
                 raise InputFileError(f"{path}:{number}: invalid JSON: {message}", path=path, line=number) from None
             yield JsonLine(number, error=message)

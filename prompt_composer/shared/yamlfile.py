@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,23 @@ ScalarMap = dict[tuple[str | int, ...], Scalar]
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+_BINARY_TAG = "tag:yaml.org,2002:binary"
+_MAX_INT_CHARS = 300  # far past any number a doc holds; a longer one could exceed what str() and JSON can write
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(node: yaml.ScalarNode, problems: list[tuple[str, int]]) -> bool:
+    """Report a scalar holding a lone surrogate (an escape such as ``"\\ud800"``): no character, so no text that
+    holds it can be written as UTF-8 (the registry's fingerprint, a prompt, a log line)."""
+    found = _SURROGATE.search(str(node.value))
+    if found is None:
+        return False
+    message = f"invalid YAML: U+{ord(found.group()):04X} is a lone surrogate, not a character (an escape writes it)"
+    problems.append((message, node.start_mark.line + 1))
+    return True
+
+
 def _walk(
     node: yaml.Node,
     path: tuple[str | int, ...],
@@ -42,14 +60,24 @@ def _walk(
     scalars: ScalarMap | None = None,
 ) -> None:
     """Record the line of every key path (and in ``scalars``, when given, every scalar value); collect duplicate
-    keys, non-string keys and recursive aliases.
+    keys, non-string keys, lone surrogates, nesting too deep and recursive aliases.
 
     Each node is walked once (an alias points at a node already walked), so "billion laughs" files stay cheap.
     """
     visited = set() if visited is None else visited
+    if len(path) > MAX_YAML_DEPTH:
+        problems.append((f"nested more than {MAX_YAML_DEPTH} levels deep", node.start_mark.line + 1))
+        return
     lines.setdefault(path, node.start_mark.line + 1)
-    if scalars is not None and isinstance(node, yaml.ScalarNode):
-        scalars.setdefault(path, Scalar(node.start_mark.line + 1, node.style, str(node.value)))
+    if isinstance(node, yaml.ScalarNode):
+        _surrogate(node, problems)
+        digits = len(str(node.value))
+        if node.tag == _INT_TAG and digits > _MAX_INT_CHARS:  # 0xfff… makes an int no one can print
+            problems.append((f"invalid YAML: an integer of {digits:,} characters", node.start_mark.line + 1))
+        elif node.tag == _BINARY_TAG:  # bytes: no text, and not UTF-8 text at that (nothing could write them)
+            problems.append(("invalid YAML: a !!binary value; a doc holds text", node.start_mark.line + 1))
+        if scalars is not None:
+            scalars.setdefault(path, Scalar(node.start_mark.line + 1, node.style, str(node.value)))
     if id(node) in ancestors:
         problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
         return
@@ -60,10 +88,16 @@ def _walk(
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
-            key = str(key_node.value)
             line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
-                problems.append((f"key {key!r} must be a string (quote it)", line))
+            if not isinstance(key_node, yaml.ScalarNode):  # its repr could be as large as the file, or larger
+                kind = "mapping" if isinstance(key_node, yaml.MappingNode) else "sequence"
+                problems.append((f"a {kind} as a key: keys must be strings", line))
+                continue
+            key = str(key_node.value)
+            if key_node.tag != _STR_TAG:
+                problems.append((f"key {key[:80]!r} must be a string (quote it)", line))
+                continue
+            if _surrogate(key_node, problems):
                 continue
             if key in seen:
                 problems.append((f"duplicate key {'.'.join(map(str, (*path, key)))!r}", line))
@@ -77,6 +111,60 @@ def _walk(
 
 # A tool doc or mode is a few kilobytes; this bounds what a mistaken or hostile file can make a loader hold.
 MAX_YAML_BYTES = 4 * 1024 * 1024
+# A tool doc has a few hundred values (the largest imported schemas a few thousand). Composing is what costs
+# (PyYAML keeps an object and two marks per value: 4 MB of "[1,1,1,…" took 70 s and 1.7 GB), so composing stops
+# past this many values; and a document whose aliases, expanded, make more values than this (a "billion laughs"
+# file: a few lines that every consumer of the data would expand to 10^9 values) is refused.
+MAX_YAML_VALUES = 100_000
+# Real docs nest at most about a dozen levels; deeper nesting exhausts the recursion of whatever walks the data.
+MAX_YAML_DEPTH = 100
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """The safe loader, stopping (a ``ComposerError`` at the value's line) once it has composed too many values."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._values = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._values += 1
+        if self._values > MAX_YAML_VALUES:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, f"more than {MAX_YAML_VALUES:,} values: far more than a tool doc or mode holds", mark
+            )
+        return super().compose_node(parent, index)
+
+
+def _expansion_problem(root: yaml.Node) -> tuple[str, int] | None:
+    """A problem when the document, its aliases expanded, holds more than MAX_YAML_VALUES values: at the line of the
+    first value (in document order) whose expansion passes the limit. Each node is sized once (sizes are shared
+    through the aliases), so this costs as little as the document itself."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children) if id(child) not in sizes)
+            continue
+        size = 1 + sum(sizes[id(child)] for child in children)
+        if size > MAX_YAML_VALUES:
+            return (
+                f'invalid YAML: its aliases expand to more than {MAX_YAML_VALUES:,} values (a "billion laughs" file)',
+                node.start_mark.line + 1,
+            )
+        sizes[id(node)] = size
+    return None
+
 
 _CONSTRUCT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError)
 
@@ -126,8 +214,13 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
     except InputFileError as exc:
         reason = str(exc).partition(": cannot read the YAML file: ")[2] or str(exc)
         return None, {}, [Problem(path, 1, f"cannot read file: {reason}")]
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
+    """:func:`read_yaml` for a text already read (safely) from ``path``: data, line map and problems."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, DEL …)
         line = text.count("\n", 0, exc.position) + 1
         char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
@@ -139,7 +232,9 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
         lines: LineMap = {}
         found: list[tuple[str, int]] = []
         _walk(node, (), lines, found)
-        if found:  # constructing a recursive or non-string-keyed document would fail or mislead
+        if not found:  # (a recursive alias has no finite expansion: it is reported as such)
+            found += filter(None, [_expansion_problem(node)])
+        if found:  # constructing a recursive, too large or non-string-keyed document would fail or mislead
             return None, lines, [Problem(path, line, message) for message, line in found]
         try:
             data = loader.construct_document(node)

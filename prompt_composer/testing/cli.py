@@ -17,6 +17,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import InputFileError
+from ..shared.files import read_text
 from .replies import Reply, ToolCall, Usage, error_reply, text_reply, tool_use_reply
 from .server import ScriptedMessagesServer
 
@@ -75,12 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         script = _demo_script()
     else:
         try:
-            with open(args.script, encoding="utf-8") as fh:
-                items = json.load(fh)
+            items = json.loads(read_text(args.script, what="script"))
             if not isinstance(items, list):
                 raise ValueError("the script must be a JSON list")
             script = [_parse_reply(item) for item in items]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except InputFileError as exc:
+            parser.error(str(exc))
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             parser.error(f"bad script {args.script}: {exc}")
     with ScriptedMessagesServer(script, port=args.port) as server:
         print(f"READY {server.base_url}", flush=True)

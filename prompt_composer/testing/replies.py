@@ -1,19 +1,21 @@
 """What a script says: the scripted replies the test server plays, and the helpers that build them.
 
 A :class:`Reply` is a Messages API message (``status == 200``) or an API error, with its :class:`Usage`;
-:func:`text_reply`, :func:`tool_use_reply` and :func:`error_reply` build the common ones. A reply renders itself
-as an Anthropic Messages body; its OpenAI forms are built by :mod:`.wire`.
+:func:`text_reply`, :func:`tool_use_reply` and :func:`error_reply` build the common ones, :func:`tool_search_reply`
+and :func:`hosted_search_reply` the Responses API's tool searches. A reply renders itself as an Anthropic Messages
+body; its OpenAI forms are built by :mod:`.wire` and :mod:`.responses_api`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .wire import chat_completion_body, chat_finish_reason, chat_tool_calls, openai_error, response_body
+from .responses_api import response_body
+from .wire import chat_completion_body, chat_finish_reason, chat_tool_calls, openai_error
 
 ToolCall = tuple[str, Mapping[str, Any]] | tuple[str, str, Mapping[str, Any]]
 
@@ -178,6 +180,39 @@ def tool_use_reply(*calls: ToolCall, text: str | None = None, usage: Usage | Non
             raise ValueError(f"a tool call is (name, input) or (id, name, input), got {call!r}")
         blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": dict(tool_input)})
     return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage or Usage())
+
+
+def _calls(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    return list(tool_use_reply(*calls).content) if calls else []
+
+
+def tool_search_reply(
+    arguments: str | Mapping[str, Any], *, call_id: str | None = None, text: str | None = None,
+    usage: Usage | None = None,
+) -> Reply:  # fmt: skip
+    """A Responses API reply that asks the client to search its deferred tools: a ``tool_search_call`` item with
+    ``"execution": "client"`` (after a message when ``text`` is given). ``arguments`` is the tool's input, or a
+    query string (``{"query": ...}``). ``call_id`` defaults to ``ts_`` + 24 hex digits derived from the arguments.
+    The other wire formats carry only its text."""
+    args = {"query": arguments} if isinstance(arguments, str) else dict(arguments)
+    call_id = call_id or "ts_" + hashlib.sha256(json.dumps(args, sort_keys=True).encode()).hexdigest()[:24]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
+    blocks.append({"type": "tool_search_call", "id": call_id, "execution": "client", "arguments": args})
+    return Reply(content=tuple(blocks), stop_reason="tool_use", usage=usage or Usage())
+
+
+def hosted_search_reply(
+    query: str, loaded: Sequence[str], *calls: ToolCall, text: str | None = None, usage: Usage | None = None
+) -> Reply:
+    """A Responses API reply in which OpenAI's hosted tool search ran: a ``tool_search_call`` and a
+    ``tool_search_output`` (``"execution": "server"``) loading the deferred functions ``loaded`` (the server copies
+    the request's declarations), then a ``function_call`` per call, as in :func:`tool_use_reply`."""
+    search_id = "ts_" + hashlib.sha256(query.encode()).hexdigest()[:24]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
+    blocks.append({"type": "tool_search_call", "id": search_id, "execution": "server", "arguments": {"query": query}})
+    blocks.append({"type": "tool_search_output", "id": search_id, "execution": "server", "load": list(loaded)})
+    blocks += _calls(calls)
+    return Reply(content=tuple(blocks), stop_reason="tool_use" if calls else "end_turn", usage=usage or Usage())
 
 
 def error_reply(status: int, error_type: str | None = None, message: str | None = None) -> Reply:

@@ -70,14 +70,20 @@ clients given a ``base_url`` without it; any query string is ignored):
   real chunk sequence (see :func:`.wire.chat_completion_chunks`), then
   ``data: [DONE]``; the usage chunk only comes with
   ``"stream_options": {"include_usage": true}``.
-* ``POST /v1/responses`` (not streamed): a ``response`` with id
-  ``resp_test_0001``, ...; ``output`` holds a ``message`` item (one
-  ``output_text`` part) when there is text, then one ``function_call`` item per
-  ``tool_use`` block (``call_id`` = the block's id).  ``status`` is
-  ``"completed"`` (``"incomplete"`` with ``incomplete_details.reason``
-  ``"max_output_tokens"`` for ``stop_reason`` ``max_tokens``); ``tools``,
-  ``tool_choice``, ``instructions``, ... echo the request.  ``"stream": true`` is
-  answered **400** (``param`` ``"stream"``) without consuming a reply or a number.
+* ``POST /v1/responses``: a ``response`` with id ``resp_test_0001``, ...;
+  ``output`` holds a ``message`` item (one ``output_text`` part) when there is
+  text, then one item per other block: a ``function_call`` per ``tool_use``
+  block (``call_id`` = the block's id, ``namespace`` where the request declares
+  the function), the tool searches of :func:`.replies.tool_search_reply` and
+  :func:`.replies.hosted_search_reply`.  ``status`` is ``"completed"``
+  (``"incomplete"`` with ``incomplete_details.reason`` ``"max_output_tokens"``
+  for ``stop_reason`` ``max_tokens``); ``tools``, ``tool_choice``,
+  ``instructions``, ... echo the request.  With ``"stream": true``: the real
+  event sequence (see :func:`.responses_api.response_events`).  The documented
+  rules of tool deferral and of call/output items are enforced (see
+  :mod:`.responses_api`): a request that breaks one is a **400** that uses up no
+  reply; a scripted reply no model could give (a call of a deferred function
+  never loaded, ...) is a **500** ``server_error`` naming the mistake.
 * Errors use OpenAI's shape ``{"error": {"message", "type", "param": null,
   "code": null}}`` with the same statuses and headers as above: scripted errors
   keep their ``error_type`` and message (and ``retry-after-ms: 1``, which the
@@ -112,6 +118,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .replies import Reply
+from .responses_api import response_events, responses_problem, script_problem
+from .rules import messages_problem
 from .wire import chat_completion_chunks, chunk_frames, openai_error, sse_events, sse_frames
 
 Script = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
@@ -227,6 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(405, "invalid_request_error", f"{self.command} not allowed on {route}")
         elif not valid:
             self._send_error(400, "invalid_request_error", "request body is not a JSON object")
+        elif (problem := messages_problem(body)) is not None:  # the real API's 400: no reply is used up
+            self._send_error(400, "invalid_request_error", problem)
         elif route == "/v1/messages/count_tokens":
             count = len(json.dumps(body, sort_keys=True, separators=(",", ":"))) // 4
             self._send_json(200, {"input_tokens": max(1, count)})
@@ -259,9 +269,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_openai_error(405, "invalid_request_error", f"{self.command} not allowed on {route}")
         elif not valid:
             self._send_openai_error(400, "invalid_request_error", "request body is not a JSON object")
-        elif api == "responses" and body.get("stream") is True:
-            message = "scripted test server: streaming is not scripted for the Responses API; send stream=false"
-            self._send_openai_error(400, "invalid_request_error", message, param="stream")
+        elif api == "responses" and (problem := responses_problem(body)) is not None:  # a 400: no reply used up
+            self._send_openai_error(400, "invalid_request_error", problem)
         else:
             try:
                 self._play_openai(api, body)
@@ -282,9 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = str(body.get("model") or owner.model)
         if api == "responses":
-            self._send_json(
-                200, reply.response(response_id=f"resp_test_{number:04d}", model=model, request=body), headers
-            )
+            self._respond(reply, body, number, model, headers)
             return
         completion_id = f"chatcmpl_test_{number:04d}"
         if body.get("stream") is True:
@@ -296,6 +303,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_stream(chunk_frames(chunks), headers)
         else:
             self._send_json(200, reply.chat_completion(completion_id=completion_id, model=model), headers)
+
+    def _respond(self, reply: Reply, body: dict[str, Any], number: int, model: str, headers: dict[str, str]) -> None:
+        """A Responses API answer (JSON or server-sent events), or a 500 naming what no model could have answered."""
+        mistake = script_problem(reply, body)
+        if mistake is not None:
+            message = f"scripted test server: {mistake}"
+            self._send_openai_error(500, "server_error", message, {**headers, "x-should-retry": "false"})
+            return
+        response_id = f"resp_test_{number:04d}"
+        if body.get("stream") is True:
+            events = response_events(reply, response_id=response_id, model=model, request=body)
+            self._send_stream(sse_frames(events), headers)
+        else:
+            self._send_json(200, reply.response(response_id=response_id, model=model, request=body), headers)
 
     def _send_openai_error(
         self,

@@ -1,5 +1,5 @@
 """How the test server writes a scripted reply on the wire: the Messages API's server-sent events, and the
-OpenAI Chat Completions and Responses bodies, chunks and errors.
+OpenAI Chat Completions bodies, chunks and errors (the Responses API's are in :mod:`.responses_api`).
 
 The shapes follow the real APIs closely enough for the ``anthropic`` and ``openai`` SDKs to parse them; every
 value is derived from the :class:`~.replies.Reply` and the ids the server hands in, so output is reproducible.
@@ -164,65 +164,6 @@ def chunk_frames(chunks: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """The chunks as written on the wire: a ``data:`` line each, then ``data: [DONE]``."""
     frames = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
     return itertools.chain(frames, [b"data: [DONE]\n\n"])
-
-
-def _response_output(reply: Reply, *, suffix: str, status: str) -> list[dict[str, Any]]:
-    """A Responses ``output``: a ``message`` item when there is text, then one ``function_call`` per tool call."""
-    output: list[dict[str, Any]] = []
-    text = reply.text
-    if text is not None:
-        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-        output.append(
-            {"type": "message", "id": f"msg_{suffix}", "role": "assistant", "status": status, "content": [part]}
-        )
-    for number, call in enumerate(reply.tool_calls(), start=1):
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{suffix}_{number}",
-                "call_id": call["id"],
-                "name": call["function"]["name"],
-                "arguments": call["function"]["arguments"],
-                "status": "completed",
-            }
-        )
-    return output
-
-
-def response_body(
-    reply: Reply, *, response_id: str, model: str, request: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The full Responses API body for ``reply``; ``request`` supplies the
-    echoed settings (``tools``, ``tool_choice``, ``instructions``, ...).  Item
-    ids share ``response_id``'s suffix: ``msg_<suffix>``, ``fc_<suffix>_<n>``."""
-    request = request or {}
-    incomplete = reply.stop_reason == "max_tokens"
-    status = "incomplete" if incomplete else "completed"
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": _CREATED,
-        "status": status,
-        "completed_at": None if incomplete else _CREATED,
-        "error": None,
-        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-        "instructions": request.get("instructions"),
-        "max_output_tokens": request.get("max_output_tokens"),
-        "model": model,
-        "output": _response_output(reply, suffix=response_id.removeprefix("resp_"), status=status),
-        "parallel_tool_calls": request.get("parallel_tool_calls") is not False,
-        "previous_response_id": request.get("previous_response_id"),
-        "reasoning": {"effort": None, "summary": None},
-        "temperature": request.get("temperature", 1.0),
-        "text": {"format": {"type": "text"}},
-        "tool_choice": request.get("tool_choice") or "auto",
-        "tools": request.get("tools") or [],
-        "top_p": request.get("top_p", 1.0),
-        "truncation": "disabled",
-        "usage": reply.usage.responses_usage(),
-        "user": None,
-        "metadata": request.get("metadata") or {},
-    }
 
 
 def openai_error(etype: str, message: str, param: str | None = None) -> dict[str, Any]:

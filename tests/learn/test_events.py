@@ -476,8 +476,10 @@ def test_serve_log_records_what_an_mcp_client_did(tmp_path: Path) -> None:
         time.sleep(0.05)
     check_well_formed(events)
     assert events[0]["event"] == "list" and events[0]["tools"] > 0
+    # list_files is brief in the code mode's one list: its first result carries its full text (inline promotion).
     assert [shape(e) for e in events if e["event"] != "list"] == [
         ("promotion", "list_files", "fifo"),
+        ("promotion", "list_files", "inline"),
         ("tool_call", "list_files", "ok"),
     ]
     assert {e["provider"] for e in events} == {"mcp"} and len({e["task"] for e in events}) == 1

@@ -615,15 +615,23 @@ def test_openai_responses_text_and_function_call(server: ScriptedMessagesServer,
     assert [r.path for r in server.requests] == ["/v1/responses", "/v1/responses"]
 
 
-def test_openai_responses_stream_is_refused_without_consuming(
+def test_openai_responses_stream_plays_the_real_event_sequence(
     server: ScriptedMessagesServer, oai: openai.OpenAI
 ) -> None:
-    server.add(text_reply("kept"))
-    with pytest.raises(openai.BadRequestError, match="streaming is not scripted") as err:
-        oai.responses.create(model="m", input="hi", stream=True)
-    assert err.value.param == "stream"
-    assert server.pending == 1
-    assert oai.responses.create(model="m", input="hi").id == "resp_test_0001"
+    reply = tool_use_reply(("c1", "read_file", {"path": "README.md"}), text="Reading.", usage=USAGE)
+    server.add(reply, reply)
+    plain = oai.responses.create(model="m", input="hi")
+    with oai.responses.stream(model="m", input="hi") as stream:
+        kinds = [event.type for event in stream]
+        streamed = stream.get_final_response()
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds and "response.function_call_arguments.delta" in kinds
+    assert kinds.count("response.output_item.added") == kinds.count("response.output_item.done") == 2
+    assert streamed.output_text == plain.output_text == "Reading."
+    assert [i.to_dict(exclude_none=True) for i in streamed.output] == [
+        {**i.to_dict(exclude_none=True), "id": str(i.id).replace("0001", "0002")} for i in plain.output
+    ]
+    assert streamed.usage == plain.usage
 
 
 def test_openai_requests_are_recorded(server: ScriptedMessagesServer, oai: openai.OpenAI) -> None:

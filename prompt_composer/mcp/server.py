@@ -1,0 +1,73 @@
+"""The gateway's MCP server: its handlers over the SDK's low-level :class:`~mcp.server.lowlevel.server.Server`.
+
+- ``tools/list``: :meth:`Gateway.tool_list`, with ``ttlMs`` and ``cacheScope: "public"`` (the list is the same
+  for every connection; the SDK leaves both out for session-era clients, whose revisions do not have them).
+- ``tools/call``: :meth:`Gateway.answer`.
+- ``server/discover``: the SDK's own answer (2026-07-28, this server's capabilities and instructions), so a client
+  in the SDK's ``auto`` mode speaks 2026-07-28 and a session-era client still does its ``initialize``.
+- ``subscriptions/listen``, with a live registry only: the 2026-07-28 channel for ``list_changed``. Session-era
+  connections are told with ``notifications/tools/list_changed`` instead, and both only on a reload that changed
+  the list, so ``tools.listChanged`` is advertised only then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .listing import instructions
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+
+def build_server(gateway: Gateway) -> Any:
+    import mcp_types as types
+    from mcp.server.lowlevel.server import NotificationOptions, Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+    from ..shared.version import VERSION
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        tools = gateway.tool_list(gateway._client(ctx))
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"]) for d in tools
+            ],
+            ttl_ms=gateway.list_ttl_ms,
+            cache_scope="public",
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        content, is_error = await gateway.answer(gateway._client(ctx), params.name, params.arguments or {})
+        return types.CallToolResult(content=content, is_error=is_error)
+
+    async def initialized(ctx: Any, params: Any) -> None:
+        gateway._joined(ctx)
+
+    def input_schema(name: str) -> Any:
+        # What the 2026-07-28 HTTP entry checks Mcp-Param-* headers against, without running tools/list.
+        return gateway.version().listing.schema(name)
+
+    live = gateway.live is not None
+
+    class _Server(Server[Any]):
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kw: Any) -> Any:
+            # The HTTP session manager asks with no options: say whether list_changed can ever be sent.
+            options = notification_options or NotificationOptions(tools_changed=live)
+            return super().create_initialization_options(options, *args, **kw)
+
+    listen = None
+    if live:
+        gateway._bus = InMemorySubscriptionBus()
+        listen = ListenHandler(gateway._bus)
+    server = _Server(
+        "prompt-composer",
+        version=VERSION,
+        instructions=instructions(gateway.mode),
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=listen,
+    )
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+    return server
