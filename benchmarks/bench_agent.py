@@ -1,6 +1,7 @@
 """Agent-level A/B on the real local model: static, composed, every_turn, discovery, auto and oracle, per task set.
 
-Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--variants ...] [--json FILE]
+Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--large-tasks N]
+     [--variants ...] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
 `large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
 Takes about an hour on 2 cores (most of it the cold 12k-token static prompt of the coding set and every_turn's
@@ -21,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -47,6 +48,8 @@ CODING = (
 
 SETS = ("coding", "bfcl", "metatool", "large")
 DEFAULT_SETS = "coding,bfcl,metatool"
+
+T = TypeVar("T")
 
 
 def set_names(text: str) -> list[str]:
@@ -108,6 +111,13 @@ def table(name: str, report: BenchReport, permanent: set[str]) -> list[str]:
     return lines
 
 
+def spread(items: Sequence[T], n: int) -> list[T]:
+    """``n`` of ``items`` at even steps, first one included, order kept (every item when ``n`` covers them)."""
+    if n >= len(items):
+        return list(items)
+    return [items[i * len(items) // n] for i in range(max(n, 0))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-set", type=int, default=6, help="tasks per generated set (default: 6)")
@@ -115,6 +125,9 @@ def main() -> int:
     parser.add_argument("--coding", default=",".join(CODING), help="coding task ids (default: 6 of the 16), or all")
     parser.add_argument(
         "--variants", default=None, help="comma-separated (default: all on coding; every_turn left out elsewhere)"
+    )
+    parser.add_argument(
+        "--large-tasks", type=int, default=None, help="run N of the large set's tasks, spread evenly (default: all)"
     )
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
@@ -128,9 +141,14 @@ def main() -> int:
             tasks = load_tasks(task_set.tasks)
             if task_set.name == "coding" and args.coding != "all":
                 tasks = [t for t in tasks if t.id in args.coding.split(",")]
+            if task_set.name == "large" and args.large_tasks is not None:
+                tasks = spread(tasks, args.large_tasks)
             # every_turn differs from composed only after a FIFO change: the coding set (real tools, real
-            # results) shows it; elsewhere it would double the run time for the same first choice.
-            default = VARIANTS if task_set.name == "coding" else tuple(v for v in VARIANTS if v != "every_turn")
+            # results) shows it; elsewhere it would double the run time for the same first choice. auto_native
+            # is for the large set, where native's list of briefs does not fit the context.
+            skips = {"coding": {"auto_native"}, "large": {"every_turn"}}
+            skip = skips.get(task_set.name, {"every_turn", "auto_native"})
+            default = tuple(v for v in VARIANTS if v not in skip)
             variants = args.variants.split(",") if args.variants else list(default)
             start = time.perf_counter()
             report = run_bench(

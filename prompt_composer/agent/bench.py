@@ -23,6 +23,8 @@ Variants (each a way to send the same registry and mode):
   retriever would give.
 - ``native``: the mode compiled to tool deferral, emulated by the loop (a local server cannot defer): the
   permanent tools eager, every other tool listed by its brief and loaded by ``tool_search`` or a fetch.
+- ``auto_native``: ``auto``'s mode (preselection, tiers) compiled to deferral the same way: the deferred tools
+  listed by their tier (brief, catalog line or name), so a catalog too large for ``native`` fits.
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
 to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
@@ -50,8 +52,17 @@ from ..shared.files import json_lines, line_error
 if TYPE_CHECKING:
     from .results import Iteration
 
-Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle", "native"]
-VARIANTS: tuple[Variant, ...] = ("static", "composed", "every_turn", "discovery", "auto", "oracle", "native")
+Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native"]
+VARIANTS: tuple[Variant, ...] = (
+    "static",
+    "composed",
+    "every_turn",
+    "discovery",
+    "auto",
+    "oracle",
+    "native",
+    "auto_native",
+)
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
 _TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace"})
@@ -137,12 +148,12 @@ def variant_registry(
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
 ) -> Registry:
     """The registry a variant runs on: the same, except in ``mode``: ``discovery`` turns discovery on, ``auto``
-    adds preselection and tiers (unless the mode has its own), ``oracle`` keeps only the permanent tools and the
-    task's ``expect``, all in full."""
+    and ``auto_native`` add preselection and tiers (unless the mode has its own), ``oracle`` keeps only the
+    permanent tools and the task's ``expect``, all in full."""
     config = registry.mode(mode).config
     if variant == "discovery":
         changed = config.model_copy(update={"discovery": True})
-    elif variant == "auto":
+    elif variant in ("auto", "auto_native"):
         changed = config.model_copy(
             update={
                 "discovery": False,
@@ -304,7 +315,7 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        searching = ("discovery", "auto", "native")
+        searching = ("discovery", "auto", "native", "auto_native")
         search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
@@ -320,7 +331,7 @@ def run_bench(
                 policy="every_turn" if variant == "every_turn" else None,
                 baseline=variant == "static",
                 search=search,
-                native="emulate" if variant == "native" else False,
+                native="emulate" if variant in ("native", "auto_native") else False,
             )
             executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()

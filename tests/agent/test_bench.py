@@ -272,3 +272,20 @@ def test_a_task_that_only_fetches_ends_as_fetching_out_of_iterations() -> None:
     with served(script) as (_server, sdk):
         report = run_bench(sdk, REG, "work", [task], model="m", variants=["composed"], max_iterations=4)
     assert report.outcomes[0].ended == "max_iterations_fetching" and report.outcomes[0].fetch_calls == 4
+
+
+def test_auto_native_defers_what_native_defers_and_preselects_as_auto_does() -> None:
+    """native lists every deferred tool by its brief and loads none up front; auto_native (auto's mode compiled to
+    deferral) loads the preselected tool before the first request, appended after the eager ones."""
+    task = BenchTask("t", "Use glob", ("glob",))
+    script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")] * 2
+    with served(script) as (server, sdk):
+        report = run_bench(sdk, REG, "work", [task], model="m", variants=["native", "auto_native"])
+        sent = bodies(server)
+    native, _, auto_native, _ = sent
+    assert "glob" not in [t["name"] for t in native["tools"]] and "glob" in json.dumps(native["system"])
+    names = [t["name"] for t in auto_native["tools"]]
+    assert names[-1] == "glob" and "read_file" in names and "tool_search" in names
+    assert "[prompt-composer] Tools chosen for this request: glob" in json.dumps(auto_native["messages"])
+    assert report.variants["auto_native"].first_tool_accuracy == 1.0
+    assert variant_registry(REG, "work", "auto_native").mode("work").config.preselect is not None
