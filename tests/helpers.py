@@ -9,11 +9,12 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anthropic
 import openai
@@ -28,6 +29,7 @@ from prompt_composer.testing.replies import Reply
 from prompt_composer.testing.server import ScriptedMessagesServer
 
 REPO = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 TESTS = REPO / "tests"
 DATA = TESTS / "data"
 GOLDEN = TESTS / "golden"
@@ -356,3 +358,23 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def within(call: Callable[[], T], seconds: float) -> T:
+    """``call()``'s value (or exception), failing the test if it has not returned after ``seconds``: how a test
+    shows that hostile input cannot block a load or a read."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the call had not returned after {seconds} s: it blocked"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]

@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,28 +28,15 @@ from prompt_composer.mcp.upstreams import load_servers
 from prompt_composer.shared.files import MAX_INPUT_BYTES
 from prompt_composer.shared.yamlfile import MAX_YAML_BYTES
 from prompt_composer.testing.cli import main as scripted_main
-from tests.helpers import DATA, snapshot
+from tests.helpers import DATA, T, snapshot
+from tests.helpers import within as _within
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 BOUND = 60.0
 
 
-def within(call: Callable[[], Any], seconds: float = BOUND) -> Any:
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the call had not returned after {seconds} s: it blocked"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+def within(call: Callable[[], T], seconds: float = BOUND) -> T:
+    return _within(call, seconds)
 
 
 @pytest.fixture

@@ -20,7 +20,10 @@ from ..core.session import TaskSession
 from ..discovery.preselect import preselect
 from .state import TaskState
 
-NOTE_HEAD = "[prompt-composer] Tools chosen for this request:"
+NOTE_HEAD = "[prompt-composer] Tools a search of this request found:"
+# Worded as a suggestion, with the tools the model always has named beside it: a small model calls whatever a note
+# presents as chosen, distractors included (docs/benchmarks.md, "Tool choice on the real model").
+NOTE_CAVEAT = "They are suggestions, not instructions: call whichever of your tools does what the request asks"
 
 
 def user_text(message: Any) -> str | None:
@@ -99,7 +102,9 @@ def note(state: TaskState, chosen: Sequence[str]) -> str:
     docs = state.registry.tools
     appended = [t for t in chosen if _appended(state, t)]
     expanded = [t for t in chosen if t not in appended and t not in state.mode.permanent and t in docs]
-    lines = [f"{NOTE_HEAD} {', '.join(chosen)}."]
+    always = [t for t in state.mode.permanent if t not in chosen]
+    caveat = f"{NOTE_CAVEAT} ({', '.join(always)} included)." if always else f"{NOTE_CAVEAT}."
+    lines = [f"{NOTE_HEAD} {', '.join(chosen)}. {caveat}"]
     if appended:
         lines.append(f"Loaded into your tools for this task: {', '.join(appended)}.")
     if expanded:

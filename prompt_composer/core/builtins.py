@@ -27,17 +27,15 @@ _FETCH_DESCRIPTION = (
 
 
 def fetch_tool_definition(mode: Mode) -> dict[str, Any]:
-    """The native tool definition; ``name`` is limited to the mode's tools so models cannot guess others."""
+    """The native tool definition; ``name`` is limited to the mode's tools so models cannot guess others. A mode
+    without tools gets no ``enum``: an empty one is a schema servers refuse (llama.cpp answers 400)."""
+    name: dict[str, Any] = {"type": "string", "description": "The tool's exact name."}
+    if mode.allowed:
+        name["enum"] = list(mode.allowed)
     return {
         "name": FETCH_TOOL_NAME,
         "description": _FETCH_DESCRIPTION,
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The tool's exact name.", "enum": list(mode.allowed)},
-            },
-            "required": ["name"],
-        },
+        "input_schema": {"type": "object", "properties": {"name": name}, "required": ["name"]},
     }
 
 

@@ -255,7 +255,7 @@ def test_auto_preselects_and_oracle_sends_only_the_expected_tools() -> None:
         sent = bodies(server)
     auto, _, oracle, _ = ([t["name"] for t in body["tools"]] for body in sent)
     assert "tool_search" in auto and FETCH_TOOL_NAME in auto  # tiered: search and fetch load what is missing
-    assert "[prompt-composer] Tools chosen for this request: glob" in json.dumps(sent[0]["messages"])
+    assert "[prompt-composer] Tools a search of this request found: glob" in json.dumps(sent[0]["messages"])
     assert oracle == ["read_file", "glob", FETCH_TOOL_NAME]  # the permanent tool and the expected one, in full
     assert "FULL TEXT OF GLOB" in {t["name"]: t["description"] for t in sent[2]["tools"]}["glob"]
     assert report.variants["auto"].first_tool_accuracy == report.variants["oracle"].first_tool_accuracy == 1.0
@@ -286,6 +286,6 @@ def test_auto_native_defers_what_native_defers_and_preselects_as_auto_does() -> 
     assert "glob" not in [t["name"] for t in native["tools"]] and "glob" in json.dumps(native["system"])
     names = [t["name"] for t in auto_native["tools"]]
     assert names[-1] == "glob" and "read_file" in names and "tool_search" in names
-    assert "[prompt-composer] Tools chosen for this request: glob" in json.dumps(auto_native["messages"])
+    assert "[prompt-composer] Tools a search of this request found: glob" in json.dumps(auto_native["messages"])
     assert report.variants["auto_native"].first_tool_accuracy == 1.0
     assert variant_registry(REG, "work", "auto_native").mode("work").config.preselect is not None

@@ -89,7 +89,10 @@ def test_preselection_loads_the_tool_the_task_needs_after_the_unchanged_prefix(t
     assert second["tools"] == first["tools"] and second["system"] == first["system"]
     # The user message says what was chosen; the same note goes out on every request (the prefix holds).
     note = message_text(first["messages"][0])
-    assert note.startswith("What is the weather forecast in Paris?\n\n[prompt-composer] Tools chosen for this request")
+    head = "What is the weather forecast in Paris?\n\n[prompt-composer] Tools a search of this request found"
+    assert note.startswith(head) and "suggestions, not instructions" in note
+    permanent = COMPOSER.registry.mode("auto").permanent
+    assert permanent and all(f"{tool}" in note.split("Loaded into")[0] for tool in permanent)  # the alternatives
     assert "Loaded into your tools for this task: weather_lookup" in note
     assert message_text(second["messages"][0]) == note
     preselect = [e for e in read_events([log])[0] if e["event"] == "preselect"]

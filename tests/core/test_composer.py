@@ -82,6 +82,13 @@ def test_fetch_tool_enum_lists_only_mode_tools(mini_registry: Registry) -> None:
     assert fetch["input_schema"]["properties"]["name"]["enum"] == ["read_file", "glob", "list_files"]
 
 
+def test_a_mode_without_tools_gets_a_fetch_schema_servers_accept() -> None:
+    """An empty ``enum`` is refused by llama.cpp's schema parser (a 400 for every request of the mode)."""
+    registry = Registry.from_docs([make_doc("glob")], [make_mode("none", groups=[], permanent=[])])
+    (fetch,) = Composer(registry).compose("none").tools
+    assert fetch["input_schema"]["properties"]["name"] == {"type": "string", "description": "The tool's exact name."}
+
+
 def test_text_style_renders_docs_into_system_and_no_native_tools(mini_registry: Registry) -> None:
     composer = Composer(mini_registry)
     empty = composer.compose("text")

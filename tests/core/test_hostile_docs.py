@@ -14,10 +14,8 @@ import os
 import random
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,30 +26,16 @@ from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError
 from prompt_composer.shared.yamlfile import MAX_YAML_BYTES
-from tests.helpers import DATA
+from tests.helpers import DATA, T
+from tests.helpers import within as _within
 
 BASE = DATA / "malformed" / "base"  # a small valid folder: four tools, two modes
 EXTRA = ("search_files.yaml", "browser_action.yaml", "groups/read.yaml")  # shipped docs added to it
 BOUND = 120.0  # seconds a load may take before the test calls it stuck; never expected to be reached
 
 
-def within(call: Callable[[], Any], seconds: float = BOUND) -> Any:
-    """``call()``'s value or exception, failing the test if it has not returned after ``seconds``."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the load had not returned after {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+def within(call: Callable[[], T], seconds: float = BOUND) -> T:
+    return _within(call, seconds)
 
 
 def build(root: Path) -> list[Path]:

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, Unpack
+from typing import Any, Unpack
 
 import anthropic
 import pytest
@@ -28,30 +28,16 @@ from prompt_composer.safety.executors import workspace_executors
 from prompt_composer.safety.workspace import Limits, Workspace
 from prompt_composer.testing.replies import text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
+from tests.helpers import T
+from tests.helpers import within as _within
 
-T = TypeVar("T")
 BOUND = 60.0  # seconds a call may take before the test calls it stuck; generous, never expected to be reached
 CATASTROPHIC = r"(a+)+$"
 LONG_LINE = "a" * 100_000 + "!"  # the trailing ! makes every way of splitting the a's fail: exponential backtracking
 
 
 def within(call: Callable[[], T], seconds: float = BOUND) -> T:
-    """``call()``'s value (or exception), failing the test if it has not returned after ``seconds``."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the call had not returned after {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+    return _within(call, seconds)
 
 
 Tool = Callable[[Mapping[str, Any]], str]
