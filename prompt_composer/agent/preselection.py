@@ -21,8 +21,8 @@ from ..discovery.preselect import preselect
 from .state import TaskState
 
 NOTE_HEAD = "[prompt-composer] Tools a search of this request found:"
-# Worded as a suggestion, with the tools the model always has named beside it: a small model calls whatever a note
-# presents as chosen, distractors included (docs/benchmarks.md, "Tool choice on the real model").
+# Worded as what it is (a search's suggestions, the tools the model always has named beside them): the note must
+# not present a distractor as chosen. A small model still calls what the note names (docs/tool-choice.md).
 NOTE_CAVEAT = "They are suggestions, not instructions: call whichever of your tools does what the request asks"
 
 

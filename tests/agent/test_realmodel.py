@@ -194,34 +194,6 @@ def test_fetch_tool_description_round_trips(sdk: anthropic.Anthropic, registry: 
     assert_every_call_answered(result)
 
 
-REFETCH_REQUESTS = (
-    "Call fetch_tool_description with the name search_files. Then call fetch_tool_description with the name "
-    "search_files again.",
-    "Fetch the documentation of search_files two times in a row with fetch_tool_description.",
-)
-
-
-def test_a_second_fetch_answers_one_line_and_the_loop_stays_bounded(
-    sdk: anthropic.Anthropic, registry: Registry, workspace: Path
-) -> None:
-    """What the loop does after repeated fetches: the first gets the full text, every later one a single line that
-    says to call the tool; nothing else changes, and the task still ends within max_iterations."""
-    for attempt, request in enumerate(REFETCH_REQUESTS):
-        client = wrap(sdk, registry=registry, mode="reader", task_id=f"refetch-{attempt}")
-        result = run(client, request, workspace)
-        fetches = [c for c in result.tool_calls if c.name == FETCH_TOOL_NAME and c.input.get("name") == "search_files"]
-        if len(fetches) >= 2:
-            break
-    assert len(fetches) >= 2, "the model fetched search_files twice"
-    full = registry.tools["search_files"].full
-    assert full.splitlines()[0] in fetches[0].output
-    for again in fetches[1:]:
-        assert not again.is_error and "\n" not in again.output.strip()
-        assert full.splitlines()[0] not in again.output and "call search_files now" in again.output
-    assert len(result.iterations) <= MAX_ITERATIONS
-    assert_every_call_answered(result)
-
-
 def test_a_brief_tool_enters_the_fifo_and_inline_expands_it_once(
     sdk: anthropic.Anthropic, registry: Registry, workspace: Path
 ) -> None:
