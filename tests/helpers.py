@@ -378,3 +378,23 @@ def within(call: Callable[[], T], seconds: float) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
+
+
+def require_local_model() -> None:
+    """Skip the test when the local model cannot run here (no xllamacpp, no verified weights); under CI, where
+    README's test command sets both up, fail instead: a skip would hide the failure."""
+    from prompt_composer.local.weights import DEFAULT_WEIGHTS, model_path
+
+    weights = model_path()
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        missing = "the local extra (xllamacpp) is not installed"
+    else:
+        stamp = weights.with_name(weights.name + ".sha256")
+        ok = weights.is_file() and stamp.is_file() and stamp.read_text().strip() == DEFAULT_WEIGHTS.sha256
+        missing = "" if ok else f"no verified weights at {weights}: run `prompt-composer model setup`"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing} (README's test command sets it up)")
+        pytest.skip(missing)

@@ -31,9 +31,8 @@ from prompt_composer.agent.anthropic import wrap
 from prompt_composer.agent.results import LoopResult, MaxIterationsError, PendingCall
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.local.server import LocalModelServer
-from prompt_composer.local.weights import DEFAULT_WEIGHTS, model_path
 from prompt_composer.safety.executors import workspace_executors
-from tests.helpers import REPO
+from tests.helpers import REPO, require_local_model
 
 SHIPPED = REPO / "tool_docs"
 MODE = """slug: {slug}
@@ -51,19 +50,7 @@ MAX_ITERATIONS = 6
 
 @pytest.fixture(scope="session")
 def base_url() -> Iterator[str]:
-    weights = model_path()
-    try:
-        import xllamacpp  # noqa: F401
-    except ImportError:
-        missing = "the local extra (xllamacpp) is not installed"
-    else:
-        stamp = weights.with_name(weights.name + ".sha256")
-        ok = weights.is_file() and stamp.is_file() and stamp.read_text().strip() == DEFAULT_WEIGHTS.sha256
-        missing = "" if ok else f"no verified weights at {weights}: run `prompt-composer model setup`"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing} (README's test command sets it up)")
-        pytest.skip(missing)
+    require_local_model()
     with LocalModelServer(ctx=8192, timeout=300) as server:
         yield server.base_url
 

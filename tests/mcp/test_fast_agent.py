@@ -31,7 +31,8 @@ import pytest
 from prompt_composer import load_registry
 from prompt_composer.importers.from_mcp import import_mcp
 from prompt_composer.local.server import LocalModelServer
-from prompt_composer.local.weights import DEFAULT_WEIGHTS, cache_dir, model_path
+from prompt_composer.local.weights import cache_dir
+from tests.helpers import require_local_model
 from tests.mcp.support import REPO, TIME
 
 HERE = Path(__file__).resolve().parent
@@ -84,19 +85,7 @@ def fast_agent_python() -> Path:
 @pytest.fixture(scope="module")
 def base_url(fast_agent_python: Path) -> Iterator[str]:
     """The local model, as tests/agent/test_realmodel.py starts it (after the venv check: it costs a minute)."""
-    weights = model_path()
-    try:
-        import xllamacpp  # noqa: F401
-    except ImportError:
-        missing = "the local extra (xllamacpp) is not installed"
-    else:
-        stamp = weights.with_name(weights.name + ".sha256")
-        ok = weights.is_file() and stamp.is_file() and stamp.read_text().strip() == DEFAULT_WEIGHTS.sha256
-        missing = "" if ok else f"no verified weights at {weights}: run `prompt-composer model setup`"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing} (README's test command sets it up)")
-        pytest.skip(missing)
+    require_local_model()
     with LocalModelServer(ctx=8192, timeout=300) as server:
         yield server.base_url
 
