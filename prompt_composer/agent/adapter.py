@@ -76,6 +76,11 @@ class Adapter(Protocol):
     ) -> tuple[dict[str, Any], ComposedPrompt]:
         """The request of one loop step (``params`` holds the caller's arguments and ``messages``)."""
 
+    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+        """``request`` changed to ask for a call of ``tool``: the tool choice names it and, unless the request
+        relies on the provider's deferral, the tool list holds it alone (a server that ignores a named choice,
+        llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``."""
+
     def read(self, response: Any) -> Reply: ...
 
     def answers(self, native: Sequence[Answer], text: Sequence[str]) -> list[dict[str, Any]]:
@@ -87,3 +92,17 @@ class Adapter(Protocol):
         """Send one request with the sync SDK client; the SDK's response object."""
 
     async def send_async(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any: ...
+
+
+def narrowed(
+    request: dict[str, Any], tools: Sequence[Any], matches: Sequence[Any], choice: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The shared rule of :meth:`Adapter.forced`: ``matches`` are the entries of ``tools`` that define the tool,
+    ``choice`` the tool choice that names it (``None``: the request's own stays). A request whose tools use the
+    provider's deferral keeps its list, since a tool reference in the conversation must still resolve."""
+    if not matches:
+        return None
+    out = dict(request) if choice is None else {**request, "tool_choice": choice}
+    if not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
+        out["tools"] = [matches[0]]
+    return out

@@ -42,7 +42,7 @@ from anthropic.types import Message
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Answer, Call, Clock, Reply
+from .adapter import Answer, Call, Clock, Reply, narrowed
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, anthropic_native_tools
@@ -194,6 +194,14 @@ class MessagesAdapter:
         self, state: TaskState, params: Mapping[str, Any], *, model: str, max_tokens: int, session: TaskSession
     ) -> tuple[dict[str, Any], ComposedPrompt]:
         return prepare(state, {**params, "model": model, "max_tokens": max_tokens}, session=session)
+
+    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+        tools = list(request.get("tools") or [])
+        matches = [t for t in tools if isinstance(t, Mapping) and t.get("name") == tool]
+        thinking = request.get("thinking")
+        # Extended thinking refuses a forced choice: the narrowed list alone must do.
+        thinks = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+        return narrowed(request, tools, matches, None if thinks else {"type": "tool", "name": tool})
 
     def read(self, response: Any) -> Reply:
         message = cast(Message, response)

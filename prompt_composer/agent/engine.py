@@ -143,6 +143,9 @@ class Loop:
         # Events name the wire format; the adapter's module is it (prompt_composer.agent.anthropic / .openai).
         self.provider = type(adapter).__module__.rpartition(".")[2]
         self.prompt: ComposedPrompt | None = None  # this iteration's: how each called tool was listed
+        # A tool fetched again after its full text went out: the next request asks for a call of it (see forced).
+        self.forcing: str | None = None
+        self.forced: str | None = None  # this iteration's
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
@@ -170,6 +173,7 @@ class Loop:
                 self.state, params, model=model, max_tokens=max_tokens, session=self.session
             )
             self.prompt = prompt
+            request = self.force(request)
             clock = Clock()
             try:
                 response = yield SendRequest(request, stream, clock)
@@ -198,6 +202,21 @@ class Loop:
             if iteration.correction is None and not calls:
                 return self.result
         raise self.exhausted()
+
+    def force(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Repeated fetches without a call: a small model may fetch the same tool until ``max_iterations`` runs out.
+        After its second fetch of a tool (answered in one line: call it now), the next request offers that tool
+        alone and names it as the tool choice (:meth:`Adapter.forced`), for that one request: the model calls it,
+        with the schema it has read twice, and ``approve`` still sees the call. That one request's tool list
+        differs from its neighbours': the provider's prompt cache misses from the tool list on, for it alone."""
+        self.forced, self.forcing = self.forcing, None
+        if self.forced is None:
+            return request
+        changed = self.adapter.forced(request, self.forced)
+        if changed is None:  # the request does not offer it (a caller's tool list, a hidden tool): nothing to force
+            self.forced = None
+            return request
+        return changed
 
     def receive(self, response: Any, reply: Reply, iteration: int) -> list[Call]:
         """Record the assistant's message; the calls it asks for, in order: its native calls and, in a
@@ -279,6 +298,8 @@ class Loop:
                 self._emit(
                     "refusal", iteration=iteration, call_id=call.id, tool=fetched.tool, via="fetch", reason=reason
                 )
+            if fetched.repeat and call.style == "native":
+                self.forcing = fetched.tool
             error = "fetch refused" if fetched.is_error else None
             loads = self._references([fetched.tool]) if not fetched.is_error else ()
             return self._record(call, iteration, fetched.content, error, 0.0, outcome, references=loads)
@@ -420,6 +441,7 @@ class Loop:
             **({} if error is None else {"error": error}),
             latency_s=latency,
             first_token_s=first_token,
+            **({"forced": self.forced} if self.forced is not None else {}),
             usage=(reply.usage if reply is not None else TokenUsage()).as_dict(),
             stop_reason=reply.stop_reason if reply is not None else None,
             composed_tokens=prompt.tokens.total if prompt is not None else 0,
@@ -490,7 +512,9 @@ class Loop:
                     native.append(Answer(record.id, call.name, tuple(texts), record.is_error, record.references))
             self.result.messages.extend(self.adapter.answers(native, text))
         records = tuple(record for _, record in answered)
-        iteration = Iteration(index, response, reply.usage, records, prompt, latency, first_token, correction)
+        iteration = Iteration(
+            index, response, reply.usage, records, prompt, latency, first_token, correction, forced=self.forced
+        )
         self.result.iterations.append(iteration)
         return iteration
 

@@ -58,7 +58,7 @@ from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Adapter, Answer, Call, Clock, Reply
+from .adapter import Adapter, Answer, Call, Clock, Reply, narrowed
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, to_openai_tool
@@ -173,6 +173,11 @@ class ChatAdapter:
         # max_completion_tokens: OpenAI's name (reasoning models refuse max_tokens); llama.cpp and vLLM honour it.
         request = {**params, "model": model, "max_completion_tokens": max_tokens}
         return prepare_chat(state, request, session=session)
+
+    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+        tools = list(request.get("tools") or [])
+        matches = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == tool]
+        return narrowed(request, tools, matches, {"type": "function", "function": {"name": tool}})
 
     def read(self, response: Any) -> Reply:
         completion = cast(ChatCompletion, response)
@@ -364,3 +369,8 @@ def sdk_client(base_url: str | None, *, timeout: float | None = None) -> Sdk | s
         return Sdk(openai.OpenAI(api_key="local" if local else None, **options), openai.APIError)
     except openai.OpenAIError:  # the only thing the constructor checks is the key
         return "no API key: set OPENAI_API_KEY"
+
+
+def _function_name(tool: Mapping[str, Any]) -> object:
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else None

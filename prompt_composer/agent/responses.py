@@ -37,7 +37,7 @@ from openai.types.responses import Response
 from ..core.builtins import TOOL_SEARCH_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
-from .adapter import Answer, Call, Clock, Reply
+from .adapter import Answer, Call, Clock, Reply, narrowed
 from .preselection import annotated
 from .providers import loaded_namespaces, responses_native_tools, to_responses_tool
 from .results import TokenUsage
@@ -184,6 +184,11 @@ class ResponsesAdapter:
         self._state, self._session = state, session
         self._deferred = declared_deferred(out.get("tools") or [])
         return out, prompt
+
+    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+        tools = list(request.get("tools") or [])
+        matches = [t for t in tools if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name") == tool]
+        return narrowed(request, tools, matches, {"type": "function", "name": tool})
 
     def read(self, response: Any) -> Reply:
         resp = cast(Response, response)

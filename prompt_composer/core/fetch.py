@@ -35,6 +35,7 @@ class FetchResult:
     tool: str
     content: str
     is_error: bool
+    repeat: bool = False  # a second fetch of a tool already documented in full in the task (answered in one line)
 
 
 def handle_fetch(

@@ -45,6 +45,7 @@ def answer_fetch(
             f"{name} is already documented in full above in this conversation. Do not fetch it again: call {name} "
             "now, with arguments that match its schema.",
             is_error=False,
+            repeat=True,
         )
     result = handle_fetch(registry, mode, tool_input, session=session)
     if result.is_error:

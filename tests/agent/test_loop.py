@@ -13,6 +13,9 @@ import anthropic
 import openai
 import pytest
 
+from prompt_composer.agent.anthropic import MessagesAdapter
+from prompt_composer.agent.openai import ChatAdapter
+from prompt_composer.agent.responses import ResponsesAdapter
 from prompt_composer.agent.results import (
     Iteration,
     LoopResult,
@@ -91,6 +94,34 @@ def test_fetch_is_answered_by_the_loop_and_another_modes_tool_is_refused_without
     assert "FULL TEXT OF GLOB" in glob[1] and not glob[2]
     assert secret[2] and secret[1].startswith("Error:") and "TOP SECRET" not in secret[1]
     assert [c.is_error for c in result.tool_calls] == [False, True]
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_a_second_fetch_of_a_tool_makes_the_next_request_ask_for_that_tool_alone(combo: Combo) -> None:
+    script = [
+        tool_use_reply(("f1", FETCH_TOOL_NAME, {"name": "glob"})),
+        tool_use_reply(("f2", FETCH_TOOL_NAME, {"name": "glob"})),
+        tool_use_reply(("c1", "glob", {"path": "src"})),
+        text_reply("done"),
+    ]
+    with agent(combo, script, mode="code") as a:
+        result = a.run()
+        bodies = a.bodies
+    wire = combo.wire
+    full = wire.tools(bodies[0])
+    assert "glob" in full and FETCH_TOOL_NAME in full and len(full) > 2
+    assert wire.results(bodies[2])[0][1].startswith("glob is already documented in full above")
+    # The request after the repeated fetch offers glob alone and names it; the one after has every tool again.
+    assert [wire.tools(b) for b in bodies] == [full, full, ["glob"], full]
+    choice = bodies[2]["tool_choice"]
+    named = (
+        {"type": "tool", "name": "glob"}
+        if wire.provider == "anthropic"
+        else {"type": "function", "function": {"name": "glob"}}
+    )
+    assert choice == named and all("tool_choice" not in b for b in (bodies[0], bodies[1], bodies[3]))
+    assert [i.forced for i in result.iterations] == [None, None, "glob", None]
+    assert [(c.name, c.executed) for c in result.tool_calls][-1] == ("glob", True)
 
 
 @pytest.mark.parametrize("combo", COMBOS)
@@ -301,3 +332,28 @@ def test_anthropic_tools_not_given_means_no_caller_tools() -> None:
                                    tools=anthropic.NOT_GIVEN)  # fmt: skip
         (body,) = WIRES["anthropic"].bodies(server)
     assert [t["name"] for t in body["tools"]] == [t["name"] for t in COMPOSER.compose("code").tools]
+
+
+def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
+    tool = {"name": "glob", "description": "d", "input_schema": {"type": "object"}}
+    other = {**tool, "name": "read_file"}
+    request = {"model": "m", "tools": [other, tool], "messages": []}
+    adapter = MessagesAdapter()
+    named = {"type": "tool", "name": "glob"}
+    assert adapter.forced(request, "glob") == {**request, "tools": [tool], "tool_choice": named}
+    assert adapter.forced(request, "write_to_file") is None  # not offered: nothing to force
+    # Extended thinking refuses a forced choice: the tool list alone narrows.
+    thinking = {**request, "thinking": {"type": "enabled", "budget_tokens": 1024}, "tool_choice": {"type": "auto"}}
+    assert adapter.forced(thinking, "glob") == {**thinking, "tools": [tool]}
+    # With the provider's deferral a reference in the conversation must resolve: the list stays, the choice names.
+    deferred = {**request, "tools": [{**other, "defer_loading": True}, tool]}
+    assert adapter.forced(deferred, "glob") == {**deferred, "tool_choice": named}
+    flat = {"type": "function", "name": "glob", "parameters": {}}
+    responses = {"tools": [{**flat, "name": "read_file"}, flat], "input": []}
+    assert ResponsesAdapter().forced(responses, "glob") == {
+        **responses,
+        "tools": [flat],
+        "tool_choice": {"type": "function", "name": "glob"},
+    }
+    chat = {"type": "function", "function": {"name": "glob", "parameters": {}}}
+    assert ChatAdapter().forced({"tools": [chat], "messages": []}, "read_file") is None
