@@ -11,6 +11,7 @@ from prompt_composer.agent.anthropic import wrap
 from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import PreselectConfig, TierConfig
+from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.learn.events import EventLog, JsonlSink, read_events
 from prompt_composer.learn.stats import compute_stats
@@ -38,6 +39,12 @@ REG = Registry.from_docs(
         make_mode("auto", groups=["read", "mcp"], tiers=SMALL, preselect=PreselectConfig(k=2, min_confidence=0.1)),
         make_mode("tiered", groups=["read", "mcp"], tiers=SMALL),
         make_mode("plain", groups=["read", "mcp"]),
+        make_mode(
+            "pinned",
+            groups=["read", "mcp"],
+            permanent=["weather_lookup"],
+            preselect=PreselectConfig(k=2, min_confidence=0.1),
+        ),
     ],
 )
 COMPOSER = Composer(REG)
@@ -98,6 +105,25 @@ def test_preselection_loads_the_tool_the_task_needs_after_the_unchanged_prefix(t
     preselect = [e for e in read_events([log])[0] if e["event"] == "preselect"]
     assert len(preselect) == 1 and preselect[0]["tools"][0] == "weather_lookup"
     assert preselect[0]["query"] == "What is the weather forecast in Paris?" and preselect[0]["confidences"]
+
+
+def test_what_ranks_below_a_permanent_tool_is_not_preselected_unless_another_step_needs_it() -> None:
+    mode = REG.mode("pinned")
+    config = mode.config.preselect
+    assert config is not None
+    # The permanent weather_lookup ranks first: the tools below it would only be distractors.
+    request = "What is the weather forecast for my train trip to Lyon?"
+    assert [h.name for h in SEARCH.search(request, mode, limit=5).hits] == ["weather_lookup", "train_times"]
+    assert preselect(SEARCH, mode, request, config).tools == ()
+    # A tool ranked above the permanent one is kept.
+    assert preselect(SEARCH, mode, "Convert 10 EUR into dollars for the prices abroad.", config).tools[0] == (
+        "currency_convert"
+    )
+    # Two steps: the one the permanent tool serves does not hide the other's tool.
+    both = "Look up the weather forecast for Paris, then convert the hotel price from euros into dollars."
+    whole = [h.name for h in SEARCH.search(both, mode, limit=5).hits]
+    assert whole[0] == "weather_lookup" and "currency_convert" in whole
+    assert preselect(SEARCH, mode, both, config).tools[0] == "currency_convert"
 
 
 def test_stats_report_preselection_precision_and_recall(tmp_path: Path) -> None:
