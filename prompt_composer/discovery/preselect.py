@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.modes import Mode, PreselectConfig
-from .needs import decompose
-from .results import SearchResult
 from .search import ToolSearch
 
 
@@ -39,29 +37,18 @@ class Preselection:
 
 def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig) -> Preselection:
     """The best ``config.k`` tools of ``mode`` for ``text`` at or above ``config.min_confidence`` that rank above
-    every permanent tool; none on a miss. A request of several steps (:func:`~.needs.decompose`) gets the best
-    such tool of each step first, so a step a permanent tool serves does not hide the others."""
+    every permanent tool; none on a miss.
+
+    A permanent tool is in full already: what ranks below the best one serves the request less well by the
+    search's own measure, and only gives a small model a wrong tool to call (docs/tool-choice.md). The search
+    scores a request of several steps by its best step, so the cut does not hide a step's own tool; searching each
+    step apart was tried and loaded more distractors (a step like "tell me what fails" matches debugger tools)."""
     query = " ".join(text.split())
     if not query:
         return Preselection("", (), (), 0.0)
-    result = search.search(query, mode, limit=config.k + len(mode.permanent))
-    needs = decompose(query) if search.decompose else []
-    chosen: dict[str, float] = {}
-    if len(needs) > 1:
-        for need in needs:
-            for name, similarity in _above_permanent(search.search(need, mode, limit=config.k), mode, config)[:1]:
-                chosen.setdefault(name, similarity)
-    for name, similarity in _above_permanent(result, mode, config):
-        chosen.setdefault(name, similarity)
-    picked = list(chosen.items())[: config.k]
-    return Preselection(query, tuple(n for n, _ in picked), tuple(c for _, c in picked), result.confidence)
-
-
-def _above_permanent(result: SearchResult, mode: Mode, config: PreselectConfig) -> list[tuple[str, float]]:
-    """The hits ranked above the best permanent tool, at or above the floor. A permanent tool is in full already:
-    what ranks below it serves the request less well by the search's own measure, and only gives a small model a
-    wrong tool to call (docs/tool-choice.md)."""
     permanent = set(mode.permanent)
+    result = search.search(query, mode, limit=config.k + len(permanent))
     ranked = list(result.hits)
     first = next((i for i, h in enumerate(ranked) if h.name in permanent), len(ranked))
-    return [(h.name, h.similarity) for h in ranked[:first] if h.similarity >= config.min_confidence]
+    hits = [h for h in ranked[:first] if h.similarity >= config.min_confidence][: config.k]
+    return Preselection(query, tuple(h.name for h in hits), tuple(h.similarity for h in hits), result.confidence)

@@ -181,6 +181,34 @@ def test_fetch_tool_description_round_trips(sdk: anthropic.Anthropic, registry: 
     assert_every_call_answered(result)
 
 
+# Asked to fetch a tool whose text it has, the 1.5B model fetches it; each request is its own task.
+REFETCH_REQUESTS = (
+    "Call fetch_tool_description with the name glob, then use glob to list the Python files under src.",
+    "Before anything else, call fetch_tool_description with the name glob. Then find the Python files under src.",
+)
+
+
+def test_a_repeated_fetch_makes_the_next_request_a_call_of_that_tool(
+    sdk: anthropic.Anthropic, registry: Registry, workspace: Path
+) -> None:
+    """After a fetch of a tool whose full text the task already has, the loop's next request offers that tool
+    alone and names it: the reply is a call of it, run like any other, whatever the model would rather do."""
+    for attempt, request in enumerate(REFETCH_REQUESTS):
+        client = wrap(sdk, registry=registry, mode="reader", task_id=f"refetch-{attempt}")
+        client.session.mark_expanded("glob")  # its full text went out earlier in the task
+        result = run(client, request, workspace)
+        forced = [i for i in result.iterations if i.forced]
+        if forced:
+            break
+    assert forced, "the model fetched glob (a repeat: answered in one line)"
+    repeat = next(c for c in result.tool_calls if c.name == FETCH_TOOL_NAME)
+    assert repeat.output.startswith("glob is already documented in full above")
+    for iteration in forced:
+        assert iteration.forced == "glob"
+        assert [(c.name, c.executed, c.is_error) for c in iteration.tool_calls] == [("glob", True, False)]
+    assert_every_call_answered(result)
+
+
 def test_a_brief_tool_enters_the_fifo_and_inline_expands_it_once(
     sdk: anthropic.Anthropic, registry: Registry, workspace: Path
 ) -> None:
