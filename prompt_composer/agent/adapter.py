@@ -76,10 +76,11 @@ class Adapter(Protocol):
     ) -> tuple[dict[str, Any], ComposedPrompt]:
         """The request of one loop step (``params`` holds the caller's arguments and ``messages``)."""
 
-    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+    def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
         """``request`` changed to ask for a call of ``tool``: the tool choice names it and, unless the request
         relies on the provider's deferral, the tool list holds it alone (a server that ignores a named choice,
-        llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``."""
+        llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``. For ``tool``
+        ``None``, the request with the tool choice ``none``: an answer without a call."""
 
     def read(self, response: Any) -> Reply: ...
 

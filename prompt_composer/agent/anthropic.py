@@ -195,7 +195,9 @@ class MessagesAdapter:
     ) -> tuple[dict[str, Any], ComposedPrompt]:
         return prepare(state, {**params, "model": model, "max_tokens": max_tokens}, session=session)
 
-    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+    def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
+        if tool is None:
+            return {**request, "tool_choice": {"type": "none"}}
         tools = list(request.get("tools") or [])
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("name") == tool]
         thinking = request.get("thinking")

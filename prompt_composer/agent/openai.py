@@ -174,7 +174,9 @@ class ChatAdapter:
         request = {**params, "model": model, "max_completion_tokens": max_tokens}
         return prepare_chat(state, request, session=session)
 
-    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+    def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
+        if tool is None:
+            return {**request, "tool_choice": "none"}
         tools = list(request.get("tools") or [])
         matches = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == tool]
         return narrowed(request, tools, matches, {"type": "function", "function": {"name": tool}})

@@ -185,7 +185,9 @@ class ResponsesAdapter:
         self._deferred = declared_deferred(out.get("tools") or [])
         return out, prompt
 
-    def forced(self, request: dict[str, Any], tool: str) -> dict[str, Any] | None:
+    def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
+        if tool is None:
+            return {**request, "tool_choice": "none"}
         tools = list(request.get("tools") or [])
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name") == tool]
         return narrowed(request, tools, matches, {"type": "function", "name": tool})

@@ -124,7 +124,9 @@ class Iteration:
     latency: float = 0.0  # seconds from sending the request to the whole response
     first_token: float | None = None  # seconds to the first content (streamed requests only)
     correction: str | None = None  # what the loop told the model instead of taking its reply as final
-    forced: str | None = None  # the tool this request asked for, after repeated fetches of it (Loop.force)
+    # After repeated fetches (Loop.force): the tool this request asked for, or "" when it asked for an answer
+    # without a call (the fetches were refused).
+    forced: str | None = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from prompt_composer.agent.anthropic import MessagesAdapter
+from prompt_composer.agent.engine import ANSWER
 from prompt_composer.agent.openai import ChatAdapter
 from prompt_composer.agent.responses import ResponsesAdapter
 from prompt_composer.agent.results import (
@@ -334,6 +335,28 @@ def test_anthropic_tools_not_given_means_no_caller_tools() -> None:
     assert [t["name"] for t in body["tools"]] == [t["name"] for t in COMPOSER.compose("code").tools]
 
 
+@pytest.mark.parametrize("combo", COMBOS)
+def test_two_refused_fetches_in_a_row_make_the_next_request_ask_for_an_answer(combo: Combo) -> None:
+    script = [
+        tool_use_reply(("f1", FETCH_TOOL_NAME, {"name": "get_directions"})),
+        tool_use_reply(("g1", "glob", {"path": "src"})),  # a call between: the count starts again
+        tool_use_reply(("f2", FETCH_TOOL_NAME, {"name": "get_directions"})),
+        tool_use_reply(("f3", FETCH_TOOL_NAME, {"name": "secret_tool"})),
+        text_reply("There is no tool for directions here."),
+        text_reply("unused"),
+    ]
+    with agent(combo, script, mode="code") as a:
+        result = a.run()
+        bodies = a.bodies
+    wire = combo.wire
+    assert len(bodies) == 5 and all(r[2] for r in wire.results(bodies[4]))  # the last two fetches were refused
+    none = {"type": "none"} if wire.provider == "anthropic" else "none"
+    assert bodies[4]["tool_choice"] == none and all("tool_choice" not in b for b in bodies[:4])
+    assert wire.tools(bodies[4]) == wire.tools(bodies[0])  # the tools stay: the history calls them
+    assert [i.forced for i in result.iterations] == [None, None, None, None, ANSWER]
+    assert result.text == "There is no tool for directions here."
+
+
 def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     tool = {"name": "glob", "description": "d", "input_schema": {"type": "object"}}
     other = {**tool, "name": "read_file"}
@@ -357,3 +380,7 @@ def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     }
     chat = {"type": "function", "function": {"name": "glob", "parameters": {}}}
     assert ChatAdapter().forced({"tools": [chat], "messages": []}, "read_file") is None
+    # No tool: an answer without a call, every tool still offered.
+    assert adapter.forced(request, None) == {**request, "tool_choice": {"type": "none"}}
+    assert ChatAdapter().forced({"tools": [chat]}, None) == {"tools": [chat], "tool_choice": "none"}
+    assert ResponsesAdapter().forced(responses, None) == {**responses, "tool_choice": "none"}
