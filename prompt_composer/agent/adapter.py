@@ -80,7 +80,8 @@ class Adapter(Protocol):
         """``request`` changed to ask for a call of ``tool``: the tool choice names it and, unless the request
         relies on the provider's deferral, the tool list holds it alone (a server that ignores a named choice,
         llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``. For ``tool``
-        ``None``, the request with the tool choice ``none``: an answer without a call."""
+        ``None``, an answer without a call: the tool choice ``none``, and the fetch tool left out of the list where
+        other tools remain (llama.cpp's Messages endpoint ignores ``none``)."""
 
     def read(self, response: Any) -> Reply: ...
 
@@ -106,4 +107,15 @@ def narrowed(
     out = dict(request) if choice is None else {**request, "tool_choice": choice}
     if not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
         out["tools"] = [matches[0]]
+    return out
+
+
+def answer_only(request: dict[str, Any], tools: Sequence[Any], fetch: Sequence[Any], choice: Any) -> dict[str, Any]:
+    """The shared rule of :meth:`Adapter.forced` for an answer without a call: ``choice`` (the spelling of
+    ``none``), and the list without ``fetch`` (the entries of the fetch tool) unless nothing else would remain (a
+    conversation with tool calls must still offer tools) or the request uses the provider's deferral."""
+    out = {**request, "tool_choice": choice}
+    rest = [t for t in tools if not any(t is f for f in fetch)]
+    if fetch and rest and not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
+        out["tools"] = rest
     return out

@@ -39,10 +39,11 @@ from typing import Any, TypeVar, Unpack, cast
 import anthropic
 from anthropic.types import Message
 
+from ..core.builtins import FETCH_TOOL_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Answer, Call, Clock, Reply, narrowed
+from .adapter import Answer, Call, Clock, Reply, answer_only, narrowed
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, anthropic_native_tools
@@ -196,9 +197,10 @@ class MessagesAdapter:
         return prepare(state, {**params, "model": model, "max_tokens": max_tokens}, session=session)
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        if tool is None:
-            return {**request, "tool_choice": {"type": "none"}}
         tools = list(request.get("tools") or [])
+        if tool is None:
+            fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
+            return answer_only(request, tools, fetch, {"type": "none"})
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("name") == tool]
         thinking = request.get("thinking")
         # Extended thinking refuses a forced choice: the narrowed list alone must do.

@@ -54,11 +54,12 @@ import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion
 
+from ..core.builtins import FETCH_TOOL_NAME
 from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Adapter, Answer, Call, Clock, Reply, narrowed
+from .adapter import Adapter, Answer, Call, Clock, Reply, answer_only, narrowed
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, to_openai_tool
@@ -175,9 +176,10 @@ class ChatAdapter:
         return prepare_chat(state, request, session=session)
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        if tool is None:
-            return {**request, "tool_choice": "none"}
         tools = list(request.get("tools") or [])
+        if tool is None:
+            fetch = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == FETCH_TOOL_NAME]
+            return answer_only(request, tools, fetch, "none")
         matches = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == tool]
         return narrowed(request, tools, matches, {"type": "function", "function": {"name": tool}})
 

@@ -34,10 +34,10 @@ from typing import Any, cast
 import openai
 from openai.types.responses import Response
 
-from ..core.builtins import TOOL_SEARCH_NAME
+from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
-from .adapter import Answer, Call, Clock, Reply, narrowed
+from .adapter import Answer, Call, Clock, Reply, answer_only, narrowed
 from .preselection import annotated
 from .providers import loaded_namespaces, responses_native_tools, to_responses_tool
 from .results import TokenUsage
@@ -186,9 +186,10 @@ class ResponsesAdapter:
         return out, prompt
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        if tool is None:
-            return {**request, "tool_choice": "none"}
         tools = list(request.get("tools") or [])
+        if tool is None:
+            fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
+            return answer_only(request, tools, fetch, "none")
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name") == tool]
         return narrowed(request, tools, matches, {"type": "function", "name": tool})
 

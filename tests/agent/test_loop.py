@@ -352,7 +352,9 @@ def test_two_refused_fetches_in_a_row_make_the_next_request_ask_for_an_answer(co
     assert len(bodies) == 5 and all(r[2] for r in wire.results(bodies[4]))  # the last two fetches were refused
     none = {"type": "none"} if wire.provider == "anthropic" else "none"
     assert bodies[4]["tool_choice"] == none and all("tool_choice" not in b for b in bodies[:4])
-    assert wire.tools(bodies[4]) == wire.tools(bodies[0])  # the tools stay: the history calls them
+    # Fetching more cannot help: the fetch tool leaves the list for that request (a server may ignore "none").
+    assert wire.tools(bodies[4]) == [t for t in wire.tools(bodies[0]) if t != FETCH_TOOL_NAME]
+    assert FETCH_TOOL_NAME in wire.tools(bodies[0]) and len(wire.tools(bodies[4])) > 1
     assert [i.forced for i in result.iterations] == [None, None, None, None, ANSWER]
     assert result.text == "There is no tool for directions here."
 
@@ -380,7 +382,11 @@ def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     }
     chat = {"type": "function", "function": {"name": "glob", "parameters": {}}}
     assert ChatAdapter().forced({"tools": [chat], "messages": []}, "read_file") is None
-    # No tool: an answer without a call, every tool still offered.
-    assert adapter.forced(request, None) == {**request, "tool_choice": {"type": "none"}}
+    # No tool: an answer without a call; the fetch tool leaves the list unless it is all there is.
+    fetch = {**tool, "name": FETCH_TOOL_NAME}
+    fetching = {**request, "tools": [other, fetch]}
+    assert adapter.forced(fetching, None) == {**fetching, "tools": [other], "tool_choice": {"type": "none"}}
+    alone = {**request, "tools": [fetch]}
+    assert adapter.forced(alone, None) == {**alone, "tool_choice": {"type": "none"}}
     assert ChatAdapter().forced({"tools": [chat]}, None) == {"tools": [chat], "tool_choice": "none"}
     assert ResponsesAdapter().forced(responses, None) == {**responses, "tool_choice": "none"}
