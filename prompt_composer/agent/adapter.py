@@ -80,8 +80,7 @@ class Adapter(Protocol):
         """``request`` changed to ask for a call of ``tool``: the tool choice names it and, unless the request
         relies on the provider's deferral, the tool list holds it alone (a server that ignores a named choice,
         llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``. For ``tool``
-        ``None``, an answer without a call: the tool choice ``none``, and the fetch tool left out of the list where
-        other tools remain (llama.cpp's Messages endpoint ignores ``none``)."""
+        ``None``, the request without the fetch tool (:func:`without_fetch`)."""
 
     def read(self, response: Any) -> Reply: ...
 
@@ -110,12 +109,12 @@ def narrowed(
     return out
 
 
-def answer_only(request: dict[str, Any], tools: Sequence[Any], fetch: Sequence[Any], choice: Any) -> dict[str, Any]:
-    """The shared rule of :meth:`Adapter.forced` for an answer without a call: ``choice`` (the spelling of
-    ``none``), and the list without ``fetch`` (the entries of the fetch tool) unless nothing else would remain (a
-    conversation with tool calls must still offer tools) or the request uses the provider's deferral."""
-    out = {**request, "tool_choice": choice}
+def without_fetch(request: dict[str, Any], tools: Sequence[Any], fetch: Sequence[Any], none: Any) -> dict[str, Any]:
+    """The shared rule of :meth:`Adapter.forced` for no tool: the list without ``fetch`` (the fetch tool's
+    entries). Where nothing else would remain (a conversation with tool calls must still offer tools), or the
+    request uses the provider's deferral (whose references must resolve), the list stays and the tool choice is
+    ``none`` (the provider's spelling)."""
     rest = [t for t in tools if not any(t is f for f in fetch)]
-    if fetch and rest and not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
-        out["tools"] = rest
-    return out
+    if rest and not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
+        return {**request, "tools": rest}
+    return {**request, "tool_choice": none}

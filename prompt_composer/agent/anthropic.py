@@ -43,7 +43,7 @@ from ..core.builtins import FETCH_TOOL_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Answer, Call, Clock, Reply, answer_only, narrowed
+from .adapter import Answer, Call, Clock, Reply, narrowed, without_fetch
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, anthropic_native_tools
@@ -200,7 +200,7 @@ class MessagesAdapter:
         tools = list(request.get("tools") or [])
         if tool is None:
             fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
-            return answer_only(request, tools, fetch, {"type": "none"})
+            return without_fetch(request, tools, fetch, {"type": "none"})
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("name") == tool]
         thinking = request.get("thinking")
         # Extended thinking refuses a forced choice: the narrowed list alone must do.

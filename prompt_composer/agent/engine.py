@@ -101,8 +101,8 @@ from .results import (
 from .state import TaskState, tool_name
 from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_blocks, read_loose_call, result_label
 
-# Iteration.forced of a request that asked for an answer without a call (after repeated refused fetches).
-ANSWER = ""
+# Iteration.forced of a request that offered no fetch tool (after fetches in a row; see Loop.force).
+NO_FETCH = ""
 
 
 def answer_fetch(
@@ -146,10 +146,10 @@ class Loop:
         # Events name the wire format; the adapter's module is it (prompt_composer.agent.anthropic / .openai).
         self.provider = type(adapter).__module__.rpartition(".")[2]
         self.prompt: ComposedPrompt | None = None  # this iteration's: how each called tool was listed
-        # What the next request asks for after repeated fetches (see force): a tool's name, or ANSWER.
+        # What the next request asks for after repeated fetches (see force): a tool's name, or NO_FETCH.
         self.forcing: str | None = None
         self.forced: str | None = None  # this iteration's
-        self.refused_fetches = 0  # in a row, with no other call between
+        self.fetches_in_a_row = 0  # with no other call between
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
@@ -208,19 +208,22 @@ class Loop:
         raise self.exhausted()
 
     def force(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Repeated fetches without a call: a small model may fetch until ``max_iterations`` runs out. For one
-        request after it (:meth:`Adapter.forced`):
+        """Repeated fetches without a call: a small model may fetch until ``max_iterations`` runs out (the same
+        tool again, tools its mode lacks, or one tool after another down the list). For one request after it
+        (:meth:`Adapter.forced`):
 
         - a second fetch of a tool (answered in one line: call it now): the request offers that tool alone and
           names it as the tool choice. The model calls it, with the schema it has read twice, and ``approve``
-          still sees the call. That request's tool list differs from its neighbours': the provider's prompt
-          cache misses from the tool list on, for it alone.
-        - a second refused fetch in a row (tools the mode does not have): the tool choice is ``none``. There is
-          nothing to call; the model answers in text, and the request after has its tools again."""
+          still sees the call.
+        - any other second fetch in a row: the request offers no fetch tool (the tool choice ``none`` where it
+          is the only tool). The model calls a tool it has read about, or answers.
+
+        That request's tool list differs from its neighbours': the provider's prompt cache misses from the tool
+        list on, for it alone; the request after has every tool again."""
         self.forced, self.forcing = self.forcing, None
         if self.forced is None:
             return request
-        changed = self.adapter.forced(request, None if self.forced == ANSWER else self.forced)
+        changed = self.adapter.forced(request, None if self.forced == NO_FETCH else self.forced)
         if changed is None:  # the request does not offer it (a caller's tool list, a hidden tool): nothing to force
             self.forced = None
             return request
@@ -256,7 +259,7 @@ class Loop:
     def answer(self, call: Call, iteration: int) -> Generator[Effect, Any, ToolCallRecord]:
         """Answer one call, whatever its style: checks, then approval, then the executor."""
         if call.name != FETCH_TOOL_NAME:
-            self.refused_fetches = 0
+            self.fetches_in_a_row = 0
         resolved = self.resolve(call, iteration)
         if isinstance(resolved, ToolCallRecord):
             return resolved
@@ -308,11 +311,11 @@ class Loop:
                 self._emit(
                     "refusal", iteration=iteration, call_id=call.id, tool=fetched.tool, via="fetch", reason=reason
                 )
-            self.refused_fetches = self.refused_fetches + 1 if fetched.is_error else 0
+            self.fetches_in_a_row += 1
             if call.style == "native" and fetched.repeat:
                 self.forcing = fetched.tool
-            elif call.style == "native" and self.refused_fetches >= 2:
-                self.forcing = ANSWER
+            elif call.style == "native" and self.fetches_in_a_row >= 2 and self.forcing is None:
+                self.forcing = NO_FETCH
             error = "fetch refused" if fetched.is_error else None
             loads = self._references([fetched.tool]) if not fetched.is_error else ()
             return self._record(call, iteration, fetched.content, error, 0.0, outcome, references=loads)

@@ -59,7 +59,7 @@ from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
-from .adapter import Adapter, Answer, Call, Clock, Reply, answer_only, narrowed
+from .adapter import Adapter, Answer, Call, Clock, Reply, narrowed, without_fetch
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
 from .preselection import annotated
 from .providers import Sdk, to_openai_tool
@@ -179,7 +179,7 @@ class ChatAdapter:
         tools = list(request.get("tools") or [])
         if tool is None:
             fetch = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == FETCH_TOOL_NAME]
-            return answer_only(request, tools, fetch, "none")
+            return without_fetch(request, tools, fetch, "none")
         matches = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == tool]
         return narrowed(request, tools, matches, {"type": "function", "function": {"name": tool}})
 

@@ -37,7 +37,7 @@ from openai.types.responses import Response
 from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
-from .adapter import Answer, Call, Clock, Reply, answer_only, narrowed
+from .adapter import Answer, Call, Clock, Reply, narrowed, without_fetch
 from .preselection import annotated
 from .providers import loaded_namespaces, responses_native_tools, to_responses_tool
 from .results import TokenUsage
@@ -189,7 +189,7 @@ class ResponsesAdapter:
         tools = list(request.get("tools") or [])
         if tool is None:
             fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
-            return answer_only(request, tools, fetch, "none")
+            return without_fetch(request, tools, fetch, "none")
         matches = [t for t in tools if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name") == tool]
         return narrowed(request, tools, matches, {"type": "function", "name": tool})
 

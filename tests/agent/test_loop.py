@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from prompt_composer.agent.anthropic import MessagesAdapter
-from prompt_composer.agent.engine import ANSWER
+from prompt_composer.agent.engine import NO_FETCH
 from prompt_composer.agent.openai import ChatAdapter
 from prompt_composer.agent.responses import ResponsesAdapter
 from prompt_composer.agent.results import (
@@ -336,12 +336,12 @@ def test_anthropic_tools_not_given_means_no_caller_tools() -> None:
 
 
 @pytest.mark.parametrize("combo", COMBOS)
-def test_two_refused_fetches_in_a_row_make_the_next_request_ask_for_an_answer(combo: Combo) -> None:
+def test_two_fetches_in_a_row_make_the_next_request_offer_no_fetch_tool(combo: Combo) -> None:
     script = [
         tool_use_reply(("f1", FETCH_TOOL_NAME, {"name": "get_directions"})),
         tool_use_reply(("g1", "glob", {"path": "src"})),  # a call between: the count starts again
-        tool_use_reply(("f2", FETCH_TOOL_NAME, {"name": "get_directions"})),
-        tool_use_reply(("f3", FETCH_TOOL_NAME, {"name": "secret_tool"})),
+        tool_use_reply(("f2", FETCH_TOOL_NAME, {"name": "secret_tool"})),  # refused
+        tool_use_reply(("f3", FETCH_TOOL_NAME, {"name": "read_file"})),  # another tool, read in full
         text_reply("There is no tool for directions here."),
         text_reply("unused"),
     ]
@@ -349,13 +349,12 @@ def test_two_refused_fetches_in_a_row_make_the_next_request_ask_for_an_answer(co
         result = a.run()
         bodies = a.bodies
     wire = combo.wire
-    assert len(bodies) == 5 and all(r[2] for r in wire.results(bodies[4]))  # the last two fetches were refused
-    none = {"type": "none"} if wire.provider == "anthropic" else "none"
-    assert bodies[4]["tool_choice"] == none and all("tool_choice" not in b for b in bodies[:4])
-    # Fetching more cannot help: the fetch tool leaves the list for that request (a server may ignore "none").
+    assert len(bodies) == 5 and wire.results(bodies[3])[0][2] and not wire.results(bodies[4])[0][2]
+    # The request after two fetches in a row offers every tool but the fetch tool; the choice is the model's.
     assert wire.tools(bodies[4]) == [t for t in wire.tools(bodies[0]) if t != FETCH_TOOL_NAME]
     assert FETCH_TOOL_NAME in wire.tools(bodies[0]) and len(wire.tools(bodies[4])) > 1
-    assert [i.forced for i in result.iterations] == [None, None, None, None, ANSWER]
+    assert all("tool_choice" not in b for b in bodies)
+    assert [i.forced for i in result.iterations] == [None, None, None, None, NO_FETCH]
     assert result.text == "There is no tool for directions here."
 
 
@@ -382,11 +381,15 @@ def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     }
     chat = {"type": "function", "function": {"name": "glob", "parameters": {}}}
     assert ChatAdapter().forced({"tools": [chat], "messages": []}, "read_file") is None
-    # No tool: an answer without a call; the fetch tool leaves the list unless it is all there is.
+    # No tool: the fetch tool leaves the list; where it is all there is, it stays and the choice is none.
     fetch = {**tool, "name": FETCH_TOOL_NAME}
     fetching = {**request, "tools": [other, fetch]}
-    assert adapter.forced(fetching, None) == {**fetching, "tools": [other], "tool_choice": {"type": "none"}}
+    assert adapter.forced(fetching, None) == {**fetching, "tools": [other]}
     alone = {**request, "tools": [fetch]}
     assert adapter.forced(alone, None) == {**alone, "tool_choice": {"type": "none"}}
-    assert ChatAdapter().forced({"tools": [chat]}, None) == {"tools": [chat], "tool_choice": "none"}
-    assert ResponsesAdapter().forced(responses, None) == {**responses, "tool_choice": "none"}
+    chat_fetch = {"type": "function", "function": {"name": FETCH_TOOL_NAME, "parameters": {}}}
+    assert ChatAdapter().forced({"tools": [chat, chat_fetch]}, None) == {"tools": [chat]}
+    assert ResponsesAdapter().forced({"tools": [{**flat, "name": FETCH_TOOL_NAME}]}, None) == {
+        "tools": [{**flat, "name": FETCH_TOOL_NAME}],
+        "tool_choice": "none",
+    }
