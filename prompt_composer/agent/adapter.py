@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..core.builtins import FETCH_TOOL_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from .results import TokenUsage
-from .state import TaskState
+from .state import TaskState, tool_name
 
 
 @dataclass(frozen=True)
@@ -95,26 +96,31 @@ class Adapter(Protocol):
     async def send_async(self, client: Any, request: dict[str, Any], *, stream: bool, clock: Clock) -> Any: ...
 
 
-def narrowed(
-    request: dict[str, Any], tools: Sequence[Any], matches: Sequence[Any], choice: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """The shared rule of :meth:`Adapter.forced`: ``matches`` are the entries of ``tools`` that define the tool,
-    ``choice`` the tool choice that names it (``None``: the request's own stays). A request whose tools use the
-    provider's deferral keeps its list, since a tool reference in the conversation must still resolve."""
+def narrowed(request: dict[str, Any], tool: str, choice: Any) -> dict[str, Any] | None:
+    """The shared rule of :meth:`Adapter.forced` for ``tool``: ``choice`` is the tool choice that names it (``None``:
+    the request's own stays). A request whose tools use the provider's deferral keeps its list, since a tool
+    reference in the conversation must still resolve. ``None`` when the request does not offer ``tool``."""
+    tools = list(request.get("tools") or [])
+    matches = [t for t in tools if tool_name(t) == tool]
     if not matches:
         return None
     out = dict(request) if choice is None else {**request, "tool_choice": choice}
-    if not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
-        out["tools"] = [matches[0]]
+    if not _deferring(tools):
+        out["tools"] = matches[:1]
     return out
 
 
-def without_fetch(request: dict[str, Any], tools: Sequence[Any], fetch: Sequence[Any], none: Any) -> dict[str, Any]:
-    """The shared rule of :meth:`Adapter.forced` for no tool: the list without ``fetch`` (the fetch tool's
-    entries). Where nothing else would remain (a conversation with tool calls must still offer tools), or the
-    request uses the provider's deferral (whose references must resolve), the list stays and the tool choice is
-    ``none`` (the provider's spelling)."""
-    rest = [t for t in tools if not any(t is f for f in fetch)]
-    if rest and not any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools):
+def without_fetch(request: dict[str, Any], none: Any) -> dict[str, Any]:
+    """The shared rule of :meth:`Adapter.forced` for no tool: the list without the fetch tool. Where nothing else
+    would remain (a conversation with tool calls must still offer tools), or the request uses the provider's
+    deferral (whose references must resolve), the list stays and the tool choice is ``none`` (the provider's
+    spelling)."""
+    tools = list(request.get("tools") or [])
+    rest = [t for t in tools if tool_name(t) != FETCH_TOOL_NAME]
+    if rest and not _deferring(tools):
         return {**request, "tools": rest}
     return {**request, "tool_choice": none}
+
+
+def _deferring(tools: Sequence[Any]) -> bool:
+    return any(isinstance(t, Mapping) and t.get("defer_loading") for t in tools)

@@ -39,7 +39,6 @@ from typing import Any, TypeVar, Unpack, cast
 import anthropic
 from anthropic.types import Message
 
-from ..core.builtins import FETCH_TOOL_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.net import is_loopback_url
@@ -197,15 +196,12 @@ class MessagesAdapter:
         return prepare(state, {**params, "model": model, "max_tokens": max_tokens}, session=session)
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        tools = list(request.get("tools") or [])
         if tool is None:
-            fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
-            return without_fetch(request, tools, fetch, {"type": "none"})
-        matches = [t for t in tools if isinstance(t, Mapping) and t.get("name") == tool]
+            return without_fetch(request, {"type": "none"})
         thinking = request.get("thinking")
         # Extended thinking refuses a forced choice: the narrowed list alone must do.
         thinks = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
-        return narrowed(request, tools, matches, None if thinks else {"type": "tool", "name": tool})
+        return narrowed(request, tool, None if thinks else {"type": "tool", "name": tool})
 
     def read(self, response: Any) -> Reply:
         message = cast(Message, response)

@@ -54,7 +54,6 @@ import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion
 
-from ..core.builtins import FETCH_TOOL_NAME
 from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
@@ -176,12 +175,9 @@ class ChatAdapter:
         return prepare_chat(state, request, session=session)
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        tools = list(request.get("tools") or [])
         if tool is None:
-            fetch = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == FETCH_TOOL_NAME]
-            return without_fetch(request, tools, fetch, "none")
-        matches = [t for t in tools if isinstance(t, Mapping) and _function_name(t) == tool]
-        return narrowed(request, tools, matches, {"type": "function", "function": {"name": tool}})
+            return without_fetch(request, "none")
+        return narrowed(request, tool, {"type": "function", "function": {"name": tool}})
 
     def read(self, response: Any) -> Reply:
         completion = cast(ChatCompletion, response)
@@ -373,8 +369,3 @@ def sdk_client(base_url: str | None, *, timeout: float | None = None) -> Sdk | s
         return Sdk(openai.OpenAI(api_key="local" if local else None, **options), openai.APIError)
     except openai.OpenAIError:  # the only thing the constructor checks is the key
         return "no API key: set OPENAI_API_KEY"
-
-
-def _function_name(tool: Mapping[str, Any]) -> object:
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else None

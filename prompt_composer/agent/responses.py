@@ -34,7 +34,7 @@ from typing import Any, cast
 import openai
 from openai.types.responses import Response
 
-from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
+from ..core.builtins import TOOL_SEARCH_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from .adapter import Answer, Call, Clock, Reply, narrowed, without_fetch
@@ -186,12 +186,9 @@ class ResponsesAdapter:
         return out, prompt
 
     def forced(self, request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
-        tools = list(request.get("tools") or [])
         if tool is None:
-            fetch = [t for t in tools if isinstance(t, Mapping) and t.get("name") == FETCH_TOOL_NAME]
-            return without_fetch(request, tools, fetch, "none")
-        matches = [t for t in tools if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name") == tool]
-        return narrowed(request, tools, matches, {"type": "function", "name": tool})
+            return without_fetch(request, "none")
+        return narrowed(request, tool, {"type": "function", "name": tool})
 
     def read(self, response: Any) -> Reply:
         resp = cast(Response, response)
