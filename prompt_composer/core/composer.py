@@ -356,6 +356,10 @@ class Composer:
         ``discovered`` (discovery modes) limits the tools to the permanent ones and those, see
         :meth:`compose_discovery`; ``tiers`` and ``loaded`` (tiered modes), see :meth:`compose_tiered`."""
         discovery = discovered is not None
+        permanent = set(mode.permanent)
+        # A mode whose every tool is permanent (or that has none) has nothing to expand: offering the fetch tool
+        # there only invites a model to call it again and again (docs/tool-choice.md).
+        include_fetch = include_fetch and (discovery or any(n not in permanent for n in mode.allowed))
         allowed = mode.allowed
         if discovered is not None:
             allowed = (*(n for n in mode.allowed if n in set(mode.permanent)), *discovered)
@@ -365,7 +369,6 @@ class Composer:
         brief_names = tuple(n for n in allowed if n not in full)
         style = mode.config.tool_style
         text_style = style == "text"
-        permanent = set(mode.permanent)
         full_docs, catalog_brief, recent = self._catalog(
             mode, allowed, full, recent, include_fetch=include_fetch, discovered=discovered
         )

@@ -256,7 +256,8 @@ def test_auto_preselects_and_oracle_sends_only_the_expected_tools() -> None:
     auto, _, oracle, _ = ([t["name"] for t in body["tools"]] for body in sent)
     assert "tool_search" in auto and FETCH_TOOL_NAME in auto  # tiered: search and fetch load what is missing
     assert "[prompt-composer] Tools a search of this request found: glob" in json.dumps(sent[0]["messages"])
-    assert oracle == ["read_file", "glob", FETCH_TOOL_NAME]  # the permanent tool and the expected one, in full
+    # The permanent tool and the expected one, in full: nothing is left to fetch, so no fetch tool.
+    assert oracle == ["read_file", "glob"]
     assert "FULL TEXT OF GLOB" in {t["name"]: t["description"] for t in sent[2]["tools"]}["glob"]
     assert report.variants["auto"].first_tool_accuracy == report.variants["oracle"].first_tool_accuracy == 1.0
     data = report.as_dict()

@@ -16,6 +16,7 @@ from prompt_composer import (
     SystemInfo,
     TaskSession,
     UnknownModeError,
+    fetch_tool_definition,
     strip_descriptions,
 )
 from prompt_composer.core.modes import FileRestriction
@@ -85,8 +86,24 @@ def test_fetch_tool_enum_lists_only_mode_tools(mini_registry: Registry) -> None:
 def test_a_mode_without_tools_gets_a_fetch_schema_servers_accept() -> None:
     """An empty ``enum`` is refused by llama.cpp's schema parser (a 400 for every request of the mode)."""
     registry = Registry.from_docs([make_doc("glob")], [make_mode("none", groups=[], permanent=[])])
-    (fetch,) = Composer(registry).compose("none").tools
+    fetch = fetch_tool_definition(registry.mode("none"))
     assert fetch["input_schema"]["properties"]["name"] == {"type": "string", "description": "The tool's exact name."}
+
+
+def test_a_mode_with_nothing_to_expand_offers_no_fetch_tool() -> None:
+    """With no tool that can be brief, the fetch tool could only be called in vain (a loop on a small model)."""
+    docs = [make_doc("glob"), make_doc("read_file")]
+    modes = [
+        make_mode("none", groups=[], permanent=[]),
+        make_mode("pinned", groups=["read"], permanent=["glob", "read_file"]),
+        make_mode("one_brief", groups=["read"], permanent=["glob"]),
+    ]
+    composer = Composer(Registry.from_docs(docs, modes))
+    assert composer.compose("none").tools == ()
+    pinned = composer.compose("pinned")
+    assert [t["name"] for t in pinned.tools] == ["glob", "read_file"]
+    assert FETCH_TOOL_NAME not in pinned.system
+    assert [t["name"] for t in composer.compose("one_brief").tools][-1] == FETCH_TOOL_NAME
 
 
 def test_text_style_renders_docs_into_system_and_no_native_tools(mini_registry: Registry) -> None:
