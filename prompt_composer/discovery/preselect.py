@@ -9,6 +9,7 @@ permanent one is not loaded (the request is served by a tool the model has in fu
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from ..core.modes import Mode, PreselectConfig
@@ -36,8 +37,8 @@ class Preselection:
 
 
 def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig) -> Preselection:
-    """The best ``config.k`` tools of ``mode`` for ``text`` at or above ``config.min_confidence`` that rank above
-    every permanent tool; none on a miss.
+    """The best ``config.k`` tools of ``mode`` for ``text`` that rank above every permanent tool, in rank order
+    until the first below ``config.min_confidence``; none on a miss.
 
     A permanent tool is in full already: what ranks below the best one serves the request less well by the
     search's own measure, and only gives a small model a wrong tool to call (docs/tool-choice.md). The search
@@ -50,5 +51,7 @@ def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig
     result = search.search(query, mode, limit=config.k + len(permanent))
     ranked = list(result.hits)
     first = next((i for i, h in enumerate(ranked) if h.name in permanent), len(ranked))
-    hits = [h for h in ranked[:first] if h.similarity >= config.min_confidence][: config.k]
+    # The floor ends the list at the first hit below it: the search's similarity is not monotonic in its rank, and
+    # skipping a better-ranked tool to load a worse-ranked one only hands the model the worse one.
+    hits = list(itertools.takewhile(lambda h: h.similarity >= config.min_confidence, ranked[:first]))[: config.k]
     return Preselection(query, tuple(h.name for h in hits), tuple(h.similarity for h in hits), result.confidence)

@@ -12,6 +12,7 @@ from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import PreselectConfig, TierConfig
 from prompt_composer.discovery.preselect import preselect
+from prompt_composer.discovery.results import Hit, SearchResult
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.learn.events import EventLog, JsonlSink, read_events
 from prompt_composer.learn.stats import compute_stats
@@ -120,6 +121,32 @@ def test_what_ranks_below_a_permanent_tool_is_not_preselected() -> None:
     # A tool ranked above the permanent one is kept.
     money = "Convert 10 EUR into dollars for the prices abroad."
     assert preselect(SEARCH, mode, money, config).tools[0] == "currency_convert"
+
+
+class RankedSearch(ToolSearch):
+    """A search whose ranking is given: hits in this order with these similarities."""
+
+    def __init__(self, hits: list[tuple[str, float]]) -> None:
+        super().__init__(REG, embedder=False)
+        self.hits = hits
+
+    def search(self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None) -> SearchResult:
+        ranked = tuple(Hit(n, "mcp", 1.0 - i / 10, sim, "") for i, (n, sim) in enumerate(self.hits))
+        return SearchResult(query, mode.slug, "keyword", ranked[:limit], len(ranked), 0.9)
+
+
+def test_the_confidence_floor_ends_the_preselection_at_the_first_hit_below_it() -> None:
+    """A better-ranked tool under the floor is not skipped for a worse-ranked one above it."""
+    config = PreselectConfig(k=3, min_confidence=0.3)
+    mode = REG.mode("auto")
+    below_first = RankedSearch([("train_times", 0.27), ("currency_convert", 0.34), ("filler_01", 0.32)])
+    assert preselect(below_first, mode, "move my booking", config).tools == ()
+    below_second = RankedSearch([("train_times", 0.5), ("currency_convert", 0.2), ("filler_01", 0.4)])
+    assert preselect(below_second, mode, "move my booking", config).tools == ("train_times",)
+    assert preselect(RankedSearch([("train_times", 0.5), ("filler_01", 0.4)]), mode, "x", config).confidences == (
+        0.5,
+        0.4,
+    )
 
 
 def test_stats_report_preselection_precision_and_recall(tmp_path: Path) -> None:
