@@ -1,12 +1,15 @@
 """A long session on the real local model: how much of each request's input the provider's prefix cache serves.
 
-Run: python3 benchmarks/bench_session.py [--tasks N] [--json FILE]
+Run: python3 benchmarks/bench_session.py [--tasks N] [--turns N] [--json FILE]
 Needs `prompt-composer model setup` and the mcp extra (the real mcp-server-time and mcp-server-git from PyPI).
 
-One agent session, one model server (llama.cpp, 16k context, one slot) and one task store, over many tasks in a
-row, as an agent that stays up serves them: a mode with preselection and tiers over the shipped docs plus the
-tools of two real MCP servers (time, git) routed to those servers; a fixture repository as the workspace. Midway
-the docs folder changes (a hot reload of a LiveRegistry) and the time server is killed (the next call of one of its
+One agent session, one model server (llama.cpp, 16k context, one slot) and one task store, over many user
+messages in a row, as an agent that stays up serves them: a mode with preselection and tiers over the shipped docs
+plus the tools of two real MCP servers (time, git) routed to those servers; a fixture repository as the workspace.
+The messages go out as conversations, as a user chats with a coding agent: each message continues the
+conversation before it (one task, so its preselections, loaded tools and FIFO carry on) until ``--turns`` messages
+or a history past :data:`HISTORY_LIMIT` tokens start a new one (an agent's compaction or a new chat). Midway the
+docs folder changes (a hot reload of a LiveRegistry) and the time server is killed (the next call of one of its
 tools reconnects). Every request's usage is recorded: the figure is the share of input tokens read from the cache
 after the first request, and every request that read less than 90% of its input from the cache is named, with the
 reason (what changed since the request before it).
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anthropic
 
-from prompt_composer import default_docs_dir, wrap
+from prompt_composer import default_docs_dir, partial_result, wrap
 from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.session import InMemorySessionStore
 from prompt_composer.importers import import_mcp
@@ -43,6 +46,10 @@ REPO = HERE / "agent" / "coding" / "repo"
 TIME = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 GIT = [sys.executable, "-m", "mcp_server_git"]
 CONTEXT = 16_384
+# A conversation whose last request read more than this many tokens ends after that message: the next one starts
+# a new conversation, so that one long tool result cannot push a request past the context.
+HISTORY_LIMIT = 9_000
+TURNS = 6
 MODE = """slug: session
 name: Session
 role: You are a senior software engineer working in the user's repository. Use your tools to answer from facts.
@@ -90,7 +97,8 @@ TASKS = [
 @dataclass
 class Request:
     index: int
-    task: int
+    task: int  # the user message (its index in the run)
+    conversation: int
     iteration: int
     input_tokens: int
     cache_read: int
@@ -124,7 +132,7 @@ def build(work: Path) -> tuple[Path, Path, Path]:
     return docs, repo, servers
 
 
-def why_lost(request: Request, before: Request | None, new_task: bool) -> str | None:
+def why_lost(request: Request, before: Request | None) -> str | None:
     """Why a request read less than 90% of its input from the cache (what changed since the request before it),
     or None when it read more."""
     total = request.input_tokens + request.cache_read
@@ -136,20 +144,24 @@ def why_lost(request: Request, before: Request | None, new_task: bool) -> str | 
         return "hot reload: the registry changed, so did the prompt"
     if request.system != before.system:
         return "the system prompt changed"
+    if request.conversation != before.conversation:
+        return "new conversation: only the shared system prompt and tools are cached"
     if request.tools != before.tools:
         return "tools appended (preselection, search, fetch or recovery loaded one)"
-    if new_task:
-        return "new task: a new conversation after the shared system prompt and tools"
+    if request.task != before.task:
+        return "a new user message longer than a tenth of the request"
     return "the conversation grew by more than a tenth (a long tool result or answer)"
 
 
-def run(tasks: list[str], work: Path) -> list[Request]:
+def run(tasks: list[str], work: Path, *, turns: int = TURNS) -> list[Request]:
     docs, repo, servers = build(work)
     live = LiveRegistry(docs)
     store = InMemorySessionStore()
     requests: list[Request] = []
     routed = mcp_executors(live.current, servers)
     executors = {**workspace_executors(repo), **routed}
+    conversation, turn = 0, 0
+    messages: list[dict[str, Any]] = []  # the conversation so far, in the Messages API's format
     with LocalModelServer(ctx=CONTEXT, timeout=300) as server:
         sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
         for number, text in enumerate(tasks):
@@ -160,15 +172,20 @@ def run(tasks: list[str], work: Path) -> list[Request]:
             if number == 2 * len(tasks) // 3:  # the time server dies; its next call reconnects
                 subprocess.run(["pkill", "-f", "mcp_server_time"], check=False)
                 print("killed the time server", file=sys.stderr)
-            client = wrap(sdk, registry=live, store=store, mode="session", task_id=f"task-{number}")
+            last = requests[-1] if requests else None
+            if messages and (turn >= turns or last is None or last.input_tokens + last.cache_read > HISTORY_LIMIT):
+                conversation, turn, messages = conversation + 1, 0, []
+            turn += 1
+            client = wrap(sdk, registry=live, store=store, mode="session", task_id=f"conversation-{conversation}")
             first_of_task = len(requests)
 
-            def seen(iteration: Any, number: int = number) -> None:
+            def seen(iteration: Any, number: int = number, conversation: int = conversation) -> None:
                 usage, prompt = iteration.usage, iteration.prompt
                 requests.append(
                     Request(
                         len(requests),
                         number,
+                        conversation,
                         iteration.index,
                         usage.input_tokens,
                         usage.cache_read_input_tokens,
@@ -180,9 +197,10 @@ def run(tasks: list[str], work: Path) -> list[Request]:
                 )
 
             start = time.perf_counter()
+            user = {"role": "user", "content": text.format(repo=repo)}
             try:
                 result = client.run(
-                    text.format(repo=repo),
+                    [*messages, user],
                     model="local",
                     max_tokens=300,
                     executors=executors,
@@ -190,15 +208,18 @@ def run(tasks: list[str], work: Path) -> list[Request]:
                     on_iteration=seen,
                     extra_body={"temperature": 0},
                 )
+                messages = result.messages
                 answer = result.text[:80].replace("\n", " ")
-            except Exception as exc:  # a task that ran out of iterations still counts its requests
-                answer = f"({type(exc).__name__})"
-            for offset, request in enumerate(requests[first_of_task:]):
-                before = requests[request.index - 1] if request.index else None
-                request.lost = why_lost(request, before, offset == 0)
+            except Exception as exc:  # a message that ran out of iterations still counts its requests
+                # Its conversation ends in calls without answers: the next message starts a new one.
+                messages = []
+                partial = partial_result(exc)
+                answer = f"({type(exc).__name__} after {len(partial.iterations) if partial else 0} requests)"
+            for request in requests[first_of_task:]:
+                request.lost = why_lost(request, requests[request.index - 1] if request.index else None)
             took = time.perf_counter() - start
-            print(f"[{number + 1}/{len(tasks)}] {len(requests) - first_of_task} requests, {took:.0f} s: {answer}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(f"[{number + 1}/{len(tasks)}] conversation {conversation}, {len(requests) - first_of_task} requests, "
+                  f"{took:.0f} s: {answer}", file=sys.stderr, flush=True)  # fmt: skip
         sdk.close()
     routed.close()
     return requests
@@ -212,6 +233,7 @@ def report(requests: list[Request]) -> dict[str, Any]:
     return {
         "requests": len(requests),
         "tasks": len({r.task for r in requests}),
+        "conversations": len({r.conversation for r in requests}),
         "input_after_first": total,
         "cached_after_first": cached,
         "cached_share": round(cached / total, 4) if total else None,
@@ -223,17 +245,18 @@ def report(requests: list[Request]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--tasks", type=int, default=2 * len(TASKS), help=f"tasks to run, the {len(TASKS)} in turn (default 60)"
+        "--tasks", type=int, default=2 * len(TASKS), help=f"messages to send, the {len(TASKS)} in turn (default 52)"
     )
+    parser.add_argument("--turns", type=int, default=TURNS, help=f"messages a conversation (default {TURNS})")
     parser.add_argument("--json", metavar="FILE", help="also write every request as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        # Most tasks take two requests: twice through the list gives the issue's hundred and more.
-        requests = run([TASKS[i % len(TASKS)] for i in range(args.tasks)], Path(tmp))
+        requests = run([TASKS[i % len(TASKS)] for i in range(args.tasks)], Path(tmp), turns=args.turns)
     out = report(requests)
-    print(f"{out['requests']} requests over {out['tasks']} tasks; after the first, {out['cached_share']:.1%} of "
-          f"{out['input_after_first']:,} input tokens were read from the cache")  # fmt: skip
-    print("\n| request | task | iteration | input | cache read | why the prefix was not all read |")
+    print(f"{out['requests']} requests, {out['tasks']} messages, {out['conversations']} conversations; after the "
+          f"first, {out['cached_share']:.1%} of {out['input_after_first']:,} input tokens were read from the "
+          "cache")  # fmt: skip
+    print("\n| request | message | iteration | input | cache read | why the prefix was not all read |")
     print("|---|---|---|---|---|---|")
     for r in out["lost"]:
         print(f"| {r['index']} | {r['task']} | {r['iteration']} | {r['input_tokens']:,} | {r['cache_read']:,} | "
