@@ -45,7 +45,6 @@ tool's answer says so in a line of its own).
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Self, TypeVar, Unpack, cast
@@ -57,6 +56,7 @@ from openai.types.chat import ChatCompletion
 from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
+from ..shared.jsontext import decode_json
 from ..shared.net import is_loopback_url
 from .adapter import Adapter, Answer, Call, Clock, Reply, narrowed, without_fetch
 from .clients import AsyncComposedClientBase, ComposedClientBase, ComposedNamespace, SyncComposedClient
@@ -142,11 +142,9 @@ def usage_of(response: Any) -> TokenUsage:
 def _call(tool_call: Any) -> Call:
     name = str(tool_call.function.name or "")
     raw = tool_call.function.arguments or ""
-    try:
-        arguments = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        problem = f"the arguments of the {name} call are not valid JSON ({exc.msg}, column {exc.colno})"
-        return Call(tool_call.id, name, {}, problem=problem)
+    arguments, problem = decode_json(raw) if raw.strip() else ({}, None)
+    if problem is not None:
+        return Call(tool_call.id, name, {}, problem=f"the arguments of the {name} call are {problem}")
     if arguments is None:  # "null": no arguments
         arguments = {}
     if not isinstance(arguments, dict):
@@ -328,10 +326,7 @@ class _OpenAIClient(ComposedClientBase):
         fields = call if isinstance(call, Mapping) else {key: getattr(call, key, None) for key in keys}
         arguments = fields.get("arguments")
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                arguments = {}
+            arguments = decode_json(arguments)[0]
         found = self.answer_tool_search(arguments if isinstance(arguments, Mapping) else {})
         state = self._state.bound()
         prompt = state.prompt()

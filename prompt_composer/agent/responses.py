@@ -27,7 +27,6 @@ Usage: ``input_tokens_details.cached_tokens`` is read as cached input and ``cach
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -37,6 +36,7 @@ from openai.types.responses import Response
 from ..core.builtins import TOOL_SEARCH_NAME
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
+from ..shared.jsontext import decode_json
 from .adapter import Answer, Call, Clock, Reply, narrowed, without_fetch
 from .preselection import annotated
 from .providers import loaded_namespaces, responses_native_tools, to_responses_tool
@@ -131,11 +131,9 @@ def _arguments(call_id: str, name: str, raw: Any) -> Call:
     """A call from its raw arguments (a JSON string, or an object): a problem when they are not a JSON object."""
     arguments = raw
     if isinstance(raw, str):
-        try:
-            arguments = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
-            problem = f"the arguments of the {name} call are not valid JSON ({exc.msg}, column {exc.colno})"
-            return Call(call_id, name, {}, problem=problem)
+        arguments, problem = decode_json(raw) if raw.strip() else ({}, None)
+        if problem is not None:
+            return Call(call_id, name, {}, problem=f"the arguments of the {name} call are {problem}")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):

@@ -66,6 +66,8 @@ def _read_call_block(body: str) -> TextToolCall:
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         return TextToolCall("", {}, f"the tool_call block is not valid JSON: {exc.msg} at {where}")
+    except RecursionError:  # the decoder recurses once a level: "[[[[…" thousands deep exhausts the stack
+        return TextToolCall("", {}, "the tool_call block is nested too deeply to read")
     if not isinstance(value, dict):
         return TextToolCall("", {}, f"the tool_call block holds a JSON {type(value).__name__}, not an object")
     name = value.get("name")
@@ -136,7 +138,7 @@ def read_loose_call(text: str, schemas: Mapping[str, Mapping[str, Any]]) -> Text
             continue
         try:
             value = json.loads(match.group(2))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(value, dict) or not value:
             continue

@@ -8,7 +8,6 @@ texts name only tools the mode allows.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from ..core.access import not_in_mode
 from ..core.builtins import CALL_TOOL_NAME, DEFAULT_LIMIT, FETCH_TOOL_NAME, MAX_LIMIT, TOOL_SEARCH_NAME
 from ..core.modes import Mode
 from ..core.schema import validate_arguments
+from ..shared.jsontext import decode_json
 
 if TYPE_CHECKING:
     from ..core.registry import Registry
@@ -152,8 +152,8 @@ def check_call(
         return CallResult(name, not_in_mode(name, mode, consequence="Nothing was run."), is_error=True)
     arguments = tool_input.get("arguments", {})
     if isinstance(arguments, str):  # some models send the object as a JSON string
-        with contextlib.suppress(json.JSONDecodeError):
-            arguments = json.loads(arguments)
+        decoded, problem = decode_json(arguments)
+        arguments = arguments if problem is not None else decoded
     if not isinstance(arguments, Mapping):
         return CallResult(name, f"Error: arguments for {name} must be an object. Nothing was run.", is_error=True)
     doc = registry.tools[name]

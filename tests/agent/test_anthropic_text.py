@@ -128,6 +128,7 @@ def test_parse_reads_blocks_among_prose_with_trailing_spaces_and_ignores_other_f
         ('{"name": "beta", "input": "a"}', "beta", 'the "input" of the tool_call block is a JSON str'),
         ('{"name": "beta", "arguments": {"path": "a"}}', "beta", 'unexpected keys "arguments"'),
         ("", "", "empty"),
+        ("[" * 100_000, "", "nested too deeply to read"),
     ],
 )
 def test_parse_reports_unreadable_blocks(body: str, name: str, error: str) -> None:
@@ -660,6 +661,7 @@ def test_a_loose_call_is_read_from_a_block_of_another_shape(text: str, name: str
         'alpha or beta?\n```json\n{"path": "x"}\n```',  # ... or two
         '```json\n{}\n```',
         '```json\n["alpha"]\n```',
+        "```json\n" + "[" * 100_000 + "\n```",  # too deep to decode: not a call, and not a crash
     ],
 )  # fmt: skip
 def test_blocks_that_are_no_call_of_one_tool_are_not_loose_calls(text: str) -> None:

@@ -279,6 +279,7 @@ def test_odd_replies_are_answered_or_refused_never_left_dangling() -> None:
         {"id": "b", "type": "function", "function": {"name": "glob", "arguments": "[1]"}},
         {"id": "c", "type": "function", "function": {"name": "glob", "arguments": '{"path": "x'}},
         {"id": "d", "type": "custom", "custom": {"name": "grammar_tool", "input": "x"}},
+        {"id": "e", "type": "function", "function": {"name": "glob", "arguments": "[" * 100_000}},
     ]
     reply = ChatAdapter().read(completion({"content": None, "tool_calls": calls}))
     problems = [(c.id, c.input, c.problem) for c in reply.content if not isinstance(c, str)]
@@ -286,6 +287,7 @@ def test_odd_replies_are_answered_or_refused_never_left_dangling() -> None:
     assert problems[1][2] == "the arguments of the glob call are an array, not a JSON object"
     assert problems[2][2] is not None and problems[2][2].startswith("the arguments of the glob call are not valid JSON")
     assert problems[3][2] == "custom tool calls are not supported here"
-    assert [c["id"] for c in reply.message["tool_calls"]] == ["a", "b", "c", "d"]  # all kept, all answered
+    assert problems[4] == ("e", {}, "the arguments of the glob call are nested too deeply to read")  # no crash
+    assert [c["id"] for c in reply.message["tool_calls"]] == ["a", "b", "c", "d", "e"]  # all kept, all answered
     with pytest.raises(ValueError, match="no choice"):
         ChatAdapter().read(ChatCompletion.model_construct(choices=[]))

@@ -174,6 +174,7 @@ def test_arguments_that_are_not_an_object_are_an_error_result_and_every_call_is_
              {"type": "function_call", "call_id": "a", "name": "glob", "arguments": "[1]"},
              {"type": "function_call", "call_id": "b", "name": "glob", "arguments": '{"path": "x'},
              {"type": "function_call", "call_id": "c", "name": "glob", "arguments": ""},
+             {"type": "function_call", "call_id": "d", "name": "glob", "arguments": "[" * 100_000},
          ]}
     )  # fmt: skip
     reply = ResponsesAdapter().read(response)
@@ -181,6 +182,7 @@ def test_arguments_that_are_not_an_object_are_an_error_result_and_every_call_is_
     assert problems[0][2] == "the arguments of the glob call are an array, not a JSON object"
     assert problems[1][2] is not None and problems[1][2].startswith("the arguments of the glob call are not valid")
     assert problems[2] == ("c", {}, None)
+    assert problems[3] == ("d", {}, "the arguments of the glob call are nested too deeply to read")  # no crash
     assert reply.message["call_id"] == "a"  # the first item; the others go before the answers
 
 

@@ -230,6 +230,7 @@ def test_call_tool_refuses_tools_outside_the_mode_without_running_them(registry:
         ({}, "missing required 'path'"),
         ({"path": 3}, "expected string, got integer"),
         ([1, 2], "must be an object"),
+        ("[" * 100_000, "must be an object"),  # a JSON string too deep to decode: refused, not a crash
     ],
 )
 def test_call_tool_schema_refusals_are_error_results(registry: Registry, arguments: Any, problem: str) -> None:
