@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..shared.jsontext import decode_json
+
 
 @dataclass(frozen=True)
 class TextToolCall:
@@ -136,11 +138,8 @@ def read_loose_call(text: str, schemas: Mapping[str, Mapping[str, Any]]) -> Text
     for match in _ANY_FENCE.finditer(text):
         if match.group(1).lower() in ("tool_call", "tool_result"):
             continue
-        try:
-            value = json.loads(match.group(2))
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(value, dict) or not value:
+        value, problem = decode_json(match.group(2))
+        if problem is not None or not isinstance(value, dict) or not value:
             continue
         named = value.get("name")
         if isinstance(named, str) and named.strip() in schemas:

@@ -362,7 +362,7 @@ class Composer:
         include_fetch = include_fetch and (discovery or any(n not in permanent for n in mode.allowed))
         allowed = mode.allowed
         if discovered is not None:
-            allowed = (*(n for n in mode.allowed if n in set(mode.permanent)), *discovered)
+            allowed = (*(n for n in mode.allowed if n in permanent), *discovered)
         elif tiers is not None:
             allowed = tuple(n for n in mode.allowed if not tiers.unlisted(n))
         full_names = (*(n for n in allowed if n in full), *loaded)
