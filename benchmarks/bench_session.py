@@ -6,6 +6,8 @@ Needs `prompt-composer model setup` and the mcp extra (the real mcp-server-time 
 One agent session, one model server (llama.cpp, 16k context, one slot) and one task store, over many user
 messages in a row, as an agent that stays up serves them: a mode with preselection and tiers over the shipped docs
 plus the tools of two real MCP servers (time, git) routed to those servers; a fixture repository as the workspace.
+The mode's unlisted tools are stubs (``tiers.stubs``), so what loads mid-conversation goes into the conversation and
+the tool list, which the server's chat template renders before the conversation, never changes.
 The messages go out as conversations, as a user chats with a coding agent: each message continues the
 conversation before it (one task, so its preselections, loaded tools and FIFO carry on) until ``--turns`` messages
 or a history past :data:`HISTORY_LIMIT` tokens start a new one (an agent's compaction or a new chat). Midway the
@@ -57,7 +59,7 @@ groups: [read, edit, command, mcp, mcp-write, workflow]
 permanent: [read_file, search_files, list_files, attempt_completion]
 recent_size: 4
 budget_tokens: 60000
-tiers: {share: 0.10, context_tokens: 16384}
+tiers: {share: 0.10, context_tokens: 16384, stubs: true}
 preselect: {k: 3, min_confidence: 0.3}
 """
 TASKS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from ..shared.text import table
 from .composer import Composer
@@ -13,6 +13,7 @@ from .docs import ToolDoc, count_words
 from .mentions import foreign_mentions
 from .modes import Mode
 from .session import DEFAULT_DISCOVERED
+from .tiers import Tier
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class ModeAudit:
     # Texts shown in the mode that name a tool it does not allow (see mentions.py): the model is told to call a
     # tool it cannot call.
     foreign_mentions: tuple[str, ...] = ()
-    # Tiered modes only: each allowed tool's tier (full, brief, catalog or name), in the mode's order.
+    # Tiered modes only: each allowed tool's tier (full, brief, catalog, name or stub), in the mode's order.
     tiers: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -211,8 +212,8 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
     lines += table(["tool", "group", "brief", "full", "brief words", "brief source"], tool_rows, markdown=markdown)
     for m in report.modes:
         if m.tiers:
-            counts = {tier: sum(1 for _, t in m.tiers if t == tier) for tier in ("full", "brief", "catalog", "name")}
-            summary = ", ".join(f"{n} {tier}" for tier, n in counts.items())
+            counts = {tier: sum(1 for _, t in m.tiers if t == tier) for tier in get_args(Tier)}
+            summary = ", ".join(f"{n} {tier}" for tier, n in counts.items() if n or tier != "stub")
             lines += ["", f"{heading}Tiers of mode {m.mode} ({summary})", ""]
             lines += table(["tool", "tier"], [list(pair) for pair in m.tiers], markdown=markdown, left=2)
     if report.warnings:

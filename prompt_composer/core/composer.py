@@ -97,7 +97,7 @@ class Composer:
             **(context or {}),
         }
         self._views = {name: doc_view(doc) for name, doc in registry.tools.items()}
-        self._definitions: dict[tuple[str, bool], tuple[dict[str, Any], int]] = {}
+        self._definitions: dict[tuple[str, bool | str], tuple[dict[str, Any], int]] = {}
         self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
         self._lock = threading.Lock()
         # How often each tool was used (an event log's counts, say): in a tiered mode the least used go poorer first.
@@ -169,7 +169,9 @@ class Composer:
         """A tiered mode's prompt: its permanent and brief tools in the mode's order (the ``recent`` ones in full),
         ``tool_search`` and ``fetch_tool_description``, then the ``loaded`` catalog and name tools in full, in the
         order they were loaded, so loading only ever appends. ``loaded`` may name any tool: only the mode's catalog
-        and name tools are appended (a brief one is callable already)."""
+        and name tools are appended (a brief one is callable already). With ``stubs: true`` every tool of the mode is
+        listed in the mode's order from the start (the catalog and name tools as stubs, or in full when ``recent``)
+        and nothing is appended: what loads goes into the conversation as text, so ``loaded`` changes nothing."""
         resolved = self._mode(mode)
         tiers = self.tiers(resolved)
         if tiers is None:
@@ -250,8 +252,13 @@ class Composer:
             config,
             fixed=fixed,
             brief_cost=lambda n: self.definition(n, full=False)[1],
-            line_cost=lambda n: self.counter.count(catalog_line(docs[n])) + 1,
-            name_cost=lambda n: self.counter.count(n) + 1,
+            # With stubs a catalog or name tool costs its stub in the tool list, not a line of the system prompt.
+            line_cost=(lambda n: self.stub(n, summarised=True)[1])
+            if config.stubs
+            else (lambda n: self.counter.count(catalog_line(docs[n])) + 1),
+            name_cost=(lambda n: self.stub(n, summarised=False)[1])
+            if config.stubs
+            else (lambda n: self.counter.count(n) + 1),
             usage=self._usage,
         )
         if own:
@@ -390,7 +397,7 @@ class Composer:
         tool_tokens = 0
         if not text_style:
             native, tool_tokens = self._native_tools(
-                mode, allowed, full, discovery=discovery or tiers is not None, include_fetch=include_fetch
+                mode, allowed, full, discovery=discovery or tiers is not None, include_fetch=include_fetch, tiers=tiers
             )
             for name in loaded:  # loaded tools go last, in load order: loading only ever appends
                 definition, n_tokens = self.definition(name, full=True)
@@ -411,8 +418,8 @@ class Composer:
             tokens=tokens,
             discovered=discovered or (),
             discovery=discovery,
-            catalog=tiers.catalog if tiers is not None else (),
-            names=tiers.names if tiers is not None else (),
+            catalog=tiers.catalog if tiers is not None and not tiers.stubs else (),
+            names=tiers.names if tiers is not None and not tiers.stubs else (),
             loaded=loaded,
             tiered=tiers is not None,
         )
@@ -436,7 +443,7 @@ class Composer:
     def _tier_values(self, tiers: Tiers | None, briefs: frozenset[str] = frozenset()) -> dict[str, Any]:
         """What the templates need of a tiered mode: its catalog lines and names, grouped by server or group (a
         tool in ``briefs`` is listed with its whole brief instead of a short summary)."""
-        if tiers is None:
+        if tiers is None or tiers.stubs:  # stubs are in the tool list: no catalog in the system prompt
             return {"tiered": False, "catalog_groups": [], "name_groups": [], "unlisted_total": 0}
         docs = self.registry.tools
         return {
@@ -485,14 +492,24 @@ class Composer:
         return full_docs, catalog_brief, recent
 
     def _native_tools(
-        self, mode: Mode, allowed: tuple[str, ...], full: frozenset[str], *, discovery: bool, include_fetch: bool
+        self,
+        mode: Mode,
+        allowed: tuple[str, ...],
+        full: frozenset[str],
+        *,
+        discovery: bool,
+        include_fetch: bool,
+        tiers: Tiers | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
         """The native tool definitions (the mode's tools, then tool_search and the fetch tool when they are
-        offered) and their token count."""
+        offered) and their token count; a tiered mode's stubbed tools not in ``full`` as stubs."""
         native: list[dict[str, Any]] = []
         tool_tokens = 0
         for name in allowed:
-            definition, n_tokens = self.definition(name, full=name in full)
+            if tiers is not None and name not in full and tiers.stubbed(name):
+                definition, n_tokens = self.stub(name, summarised=name in tiers.catalog)
+            else:
+                definition, n_tokens = self.definition(name, full=name in full)
             native.append(definition)
             tool_tokens += n_tokens
         if discovery:
@@ -523,6 +540,18 @@ class Composer:
                 }
             cached = (definition, count_tools(self.counter, [definition]))
             self._definitions[key] = cached  # a race only builds the same value twice
+        return cached
+
+    def stub(self, name: str, *, summarised: bool) -> tuple[dict[str, Any], int]:
+        """A tool's stub definition (a tiered mode with ``stubs: true``): its name, its catalog summary when
+        ``summarised`` (else no description), and a schema that takes any object; and its token count."""
+        key = (name, "stub" if summarised else "bare")
+        cached = self._definitions.get(key)
+        if cached is None:
+            text = summary(self.registry.tools[name]) if summarised else ""
+            definition = {"name": name, "description": text, "input_schema": {"type": "object"}}
+            cached = (definition, count_tools(self.counter, [definition]))
+            self._definitions[key] = cached
         return cached
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:

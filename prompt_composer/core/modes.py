@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     RootModel,
+    StrictBool,
     StrictInt,
     ValidationError,
     ValidationInfo,
@@ -69,12 +70,15 @@ class PreselectConfig(BaseModel):
 class TierConfig(BaseModel):
     """``tiers:`` in a mode (``tiers: auto`` takes the defaults): the non-permanent tools are brief while their
     briefs fit ``share`` of the model's context (``context_tokens``), the rest catalog lines, least used first,
-    and where even the lines do not fit, names only (see :mod:`prompt_composer.core.tiers`)."""
+    and where even the lines do not fit, names only (see :mod:`prompt_composer.core.tiers`). With ``stubs: true``
+    the catalog and name tools are declared in the tool list too, without a schema, so that loading one never
+    changes the tool list (for a conversation cached by a server that renders the tools before it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     share: float = Field(default=0.10, gt=0.0, le=1.0)
     context_tokens: StrictInt = Field(default=200_000, gt=0)
+    stubs: StrictBool = False
 
 
 class ModeConfig(BaseModel):
@@ -120,6 +124,8 @@ class ModeConfig(BaseModel):
     def _tiers_or_discovery(cls, value: TierConfig | None, info: ValidationInfo) -> TierConfig | None:
         if value is not None and info.data.get("discovery"):
             raise ValueError("give tiers or discovery, not both: discovery lists no tool until a search finds it")
+        if value is not None and value.stubs and info.data.get("tool_style") == "text":
+            raise ValueError("tiers.stubs declares tools in the tool list, and a text-style mode sends none")
         return value
 
     @field_validator("file_restrictions")

@@ -12,6 +12,14 @@ the least used tools become catalog lines first, and where even the lines do not
 the caller (an event log's counts, say); without them the mode's own order decides (earlier tools stay richer).
 A tool that preselection, ``tool_search`` or a fetch loads gets its full definition appended at the end of the
 tool list for the rest of the task (see :class:`~prompt_composer.core.composer.Composer`).
+
+With ``stubs: true`` the catalog and name tools are declared in the tool list from the start instead, as *stubs*: the
+name, the summary (catalog tools) and a schema that takes any object, and no catalog in the system prompt. A stub
+is callable like a brief tool (arguments that fail its real schema run nothing and bring its full text), and loading
+one sends its full text in the conversation (the preselection note, the fetch or recovery answer) instead of
+appending a definition. The tool list then never changes within a task: a server that renders the tools before
+the conversation (a chat template's system block, the Messages API's tools-first cache order) keeps serving the
+conversation from its cache when a tool loads, at the price of a few tokens a stub on every request.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Literal
 from .docs import ToolDoc
 from .modes import Mode, TierConfig
 
-Tier = Literal["full", "brief", "catalog", "name"]
+Tier = Literal["full", "brief", "catalog", "name", "stub"]
 SUMMARY_WORDS = 15
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
@@ -40,6 +48,7 @@ class Tiers:
     names: tuple[str, ...]
     budget: int
     fixed: int
+    stubs: bool = False
     _unlisted: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -53,11 +62,17 @@ class Tiers:
             return "full"
         if name not in self._unlisted:
             return "brief"
+        if self.stubs:
+            return "stub"
         return "catalog" if name in self.catalog else "name"
 
     def unlisted(self, name: str) -> bool:
-        """Whether the tool has no definition until it is loaded (a catalog line or a name)."""
-        return name in self._unlisted
+        """Whether the tool has no definition until it is loaded (a catalog line or a name, without stubs)."""
+        return name in self._unlisted and not self.stubs
+
+    def stubbed(self, name: str) -> bool:
+        """Whether the tool is declared as a stub (a catalog or name tool of a mode with ``stubs: true``)."""
+        return self.stubs and name in self._unlisted
 
 
 def summary(doc: ToolDoc) -> str:
@@ -118,6 +133,7 @@ def assign(
         names=tuple(in_mode_order(names, key=position.__getitem__)),
         budget=budget,
         fixed=fixed,
+        stubs=config.stubs,
     )
 
 
