@@ -163,6 +163,7 @@ def run(tasks: list[str], work: Path, *, turns: int = TURNS) -> list[Request]:
     routed = mcp_executors(live.current, servers)
     executors = {**workspace_executors(repo), **routed}
     conversation, turn = 0, 0
+    dropped = False  # the message before failed: its conversation ends, the next message starts a new one
     messages: list[dict[str, Any]] = []  # the conversation so far, in the Messages API's format
     with LocalModelServer(ctx=CONTEXT, timeout=300) as server:
         sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
@@ -175,8 +176,11 @@ def run(tasks: list[str], work: Path, *, turns: int = TURNS) -> list[Request]:
                 subprocess.run(["pkill", "-f", "mcp_server_time"], check=False)
                 print("killed the time server", file=sys.stderr)
             last = requests[-1] if requests else None
-            if messages and (turn >= turns or last is None or last.input_tokens + last.cache_read > HISTORY_LIMIT):
-                conversation, turn, messages = conversation + 1, 0, []
+            full = bool(messages) and (
+                turn >= turns or last is None or last.input_tokens + last.cache_read > HISTORY_LIMIT
+            )
+            if full or dropped:
+                conversation, turn, messages, dropped = conversation + 1, 0, [], False
             turn += 1
             client = wrap(sdk, registry=live, store=store, mode="session", task_id=f"conversation-{conversation}")
             first_of_task = len(requests)
@@ -214,7 +218,7 @@ def run(tasks: list[str], work: Path, *, turns: int = TURNS) -> list[Request]:
                 answer = result.text[:80].replace("\n", " ")
             except Exception as exc:  # a message that ran out of iterations still counts its requests
                 # Its conversation ends in calls without answers: the next message starts a new one.
-                messages = []
+                messages, dropped = [], True
                 partial = partial_result(exc)
                 answer = f"({type(exc).__name__} after {len(partial.iterations) if partial else 0} requests)"
             for request in requests[first_of_task:]:

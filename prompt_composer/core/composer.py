@@ -422,6 +422,7 @@ class Composer:
             names=tiers.names if tiers is not None and not tiers.stubs else (),
             loaded=loaded,
             tiered=tiers is not None,
+            stubs=tuple(n for n in brief_names if tiers.stubbed(n)) if tiers is not None else (),
         )
 
     def _mode_values(self, mode: Mode, *, include_fetch: bool) -> dict[str, Any]:

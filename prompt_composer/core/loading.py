@@ -8,7 +8,8 @@ again instead of calling it. These answers do the right thing whatever it does, 
   the tool list from the next request on).
 - :func:`check_unseen`: a call to a tool whose schema the model has not seen is not run when it cannot be right.
   A catalog or name tool that is not loaded is loaded, and the call answered with its documentation and a request
-  to call again; a brief tool called with arguments that fail its schema gets the same answer, once per task.
+  to call again; so is a stub whose text the task has not shown; a brief tool called with arguments that fail its
+  schema gets the same answer, once per task.
   What the model now has seen is remembered (:meth:`TaskSession.mark_expanded`), so each text goes out once.
 """
 
@@ -75,6 +76,14 @@ def check_unseen(
     if doc is None or not mode.allows(name):
         return None
     seen = session.expanded()
+    if name in prompt.stubs and name not in seen:
+        # A stub declares no parameters: a call before its text was shown is a blind guess, and a right guess of
+        # a tool that writes should not run either.
+        session.mark_expanded(name)
+        return (
+            f"Error: you have not seen {name}'s parameters yet, so nothing was run. Call {name} again with arguments "
+            f"that match its schema:\n\n{fetch_tool_doc(doc)}"
+        )
     if name in prompt.hidden() and name not in seen and name not in session.discovered(mode):
         session.discover([name])
         session.mark_expanded(name)

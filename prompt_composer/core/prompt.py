@@ -100,6 +100,8 @@ class ComposedPrompt:
     names: tuple[str, ...] = ()
     loaded: tuple[str, ...] = ()
     tiered: bool = False
+    # Tiered modes with ``stubs: true``: the tools declared as stubs (callable, but with no schema in the prompt).
+    stubs: tuple[str, ...] = ()
     # Native deferral only: the tools kept out of the prompt until a reference loads them. For a provider's own
     # deferral their full definitions follow the eager ones in ``tools``; when the loop emulates it, ``tools``
     # holds only the eager ones and those ``loaded`` so far.
@@ -131,7 +133,12 @@ class ComposedPrompt:
             "tokens": self.tokens.as_dict(),
             **({"discovered": list(self.discovered)} if self.discovery else {}),
             **(
-                {"catalog": list(self.catalog), "names": list(self.names), "loaded": list(self.loaded)}
+                {
+                    "catalog": list(self.catalog),
+                    "names": list(self.names),
+                    "loaded": list(self.loaded),
+                    **({"stubs": list(self.stubs)} if self.stubs else {}),
+                }
                 if self.tiered
                 else {}
             ),

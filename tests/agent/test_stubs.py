@@ -128,12 +128,20 @@ def test_a_conversation_sends_one_tool_list_while_preselection_and_recovery_load
     assert fetch_tool_doc(REG.tools["filler_19"]) in text_of(refused)
 
 
-def test_a_stub_called_with_arguments_its_schema_takes_runs_at_once() -> None:
+def test_a_stub_called_before_its_text_was_shown_runs_nothing_even_with_arguments_its_schema_takes() -> None:
     ran: list[dict[str, Any]] = []
-    script = [tool_use_reply(("c1", "filler_19", {"city": "Oslo"})), text_reply("done")]
-    with served(script) as (_server, sdk):
+    script = [
+        tool_use_reply(("c1", "filler_19", {"city": "Oslo"})),  # a right guess, but a blind one
+        tool_use_reply(("c2", "filler_19", {"city": "Oslo"})),
+        text_reply("done"),
+    ]
+    with served(script) as (server, sdk):
         result = client(sdk).run("go", model=MODEL, executors={"filler_19": ran.append})
-    assert ran == [{"city": "Oslo"}] and result.tool_calls[0].executed
+        sent = bodies(server)
+    assert ran == [{"city": "Oslo"}] and [c.executed for c in result.tool_calls] == [False, True]
+    refused = text_of(results(sent[1])[0])
+    assert "nothing was run" in refused and fetch_tool_doc(REG.tools["filler_19"]) in refused
+    assert COMPOSER.compose("stubbed").stubs == tuple(n for n in REG.mode("stubbed").allowed if TIERS.stubbed(n))  # type: ignore[union-attr]
 
 
 def test_fetch_and_tool_search_answer_in_the_conversation_without_changing_the_tools() -> None:
