@@ -25,6 +25,8 @@ Variants (each a way to send the same registry and mode):
   permanent tools eager, every other tool listed by its brief and loaded by ``tool_search`` or a fetch.
 - ``auto_native``: ``auto``'s mode (preselection, tiers) compiled to deferral the same way: the deferred tools
   listed by their tier (brief, catalog line or name), so a catalog too large for ``native`` fits.
+- ``auto_stubs``: ``auto`` with ``stubs: true``: the catalog and name tools declared as stubs in the tool list,
+  what loads sent as text in the conversation.
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
 to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
@@ -52,7 +54,9 @@ from ..shared.files import json_lines, line_error
 if TYPE_CHECKING:
     from .results import Iteration
 
-Variant = Literal["static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native"]
+Variant = Literal[
+    "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs"
+]
 VARIANTS: tuple[Variant, ...] = (
     "static",
     "composed",
@@ -62,6 +66,7 @@ VARIANTS: tuple[Variant, ...] = (
     "oracle",
     "native",
     "auto_native",
+    "auto_stubs",
 )
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
@@ -153,13 +158,12 @@ def variant_registry(
     config = registry.mode(mode).config
     if variant == "discovery":
         changed = config.model_copy(update={"discovery": True})
-    elif variant in ("auto", "auto_native"):
+    elif variant in ("auto", "auto_native", "auto_stubs"):
+        tiers = config.tiers or TierConfig(context_tokens=context_tokens)
+        if variant == "auto_stubs":
+            tiers = tiers.model_copy(update={"stubs": True})
         changed = config.model_copy(
-            update={
-                "discovery": False,
-                "preselect": config.preselect or PreselectConfig(),
-                "tiers": config.tiers or TierConfig(context_tokens=context_tokens),
-            }
+            update={"discovery": False, "preselect": config.preselect or PreselectConfig(), "tiers": tiers}
         )
     elif variant == "oracle":
         keep = tuple(dict.fromkeys((*config.permanent, *expect)))
@@ -315,7 +319,7 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        searching = ("discovery", "auto", "native", "auto_native")
+        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs")
         search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):

@@ -290,3 +290,18 @@ def test_auto_native_defers_what_native_defers_and_preselects_as_auto_does() -> 
     assert "[prompt-composer] Tools a search of this request found: glob" in json.dumps(auto_native["messages"])
     assert report.variants["auto_native"].first_tool_accuracy == 1.0
     assert variant_registry(REG, "work", "auto_native").mode("work").config.preselect is not None
+
+
+def test_auto_stubs_declares_the_unlisted_tools_as_stubs_and_sends_what_loads_in_the_message() -> None:
+    task = BenchTask("t", "Use glob", ("glob",))
+    script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")]
+    with served(script) as (server, sdk):
+        report = run_bench(sdk, REG, "work", [task], model="m", variants=["auto_stubs"], context_tokens=1000)
+        first = bodies(server)[0]
+    glob = next(t for t in first["tools"] if t["name"] == "glob")
+    assert glob["input_schema"] == {"type": "object"}  # a stub: 10% of 1,000 tokens fits no brief
+    note = first["messages"][0]["content"][0]["text"]
+    assert REG.tools["glob"].full in note  # the preselected stub's text, in the note
+    assert report.variants["auto_stubs"].first_tool_accuracy == 1.0
+    tiers = variant_registry(REG, "work", "auto_stubs", context_tokens=1000).mode("work").config.tiers
+    assert tiers is not None and tiers.stubs
