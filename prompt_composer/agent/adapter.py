@@ -83,6 +83,10 @@ class Adapter(Protocol):
         llama.cpp, can then call nothing else). ``None`` when the request does not offer ``tool``. For ``tool``
         ``None``, the request without the fetch tool (:func:`without_fetch`)."""
 
+    def answer_only(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` changed to ask for an answer in text: the tool choice ``none``, the tool list unchanged (a
+        conversation holding tool calls must still offer tools, and the provider's cache keeps the list)."""
+
     def read(self, response: Any) -> Reply: ...
 
     def answers(self, native: Sequence[Answer], text: Sequence[str]) -> list[dict[str, Any]]:

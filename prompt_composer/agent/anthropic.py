@@ -203,6 +203,9 @@ class MessagesAdapter:
         thinks = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
         return narrowed(request, tool, None if thinks else {"type": "tool", "name": tool})
 
+    def answer_only(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**request, "tool_choice": {"type": "none"}}
+
     def read(self, response: Any) -> Reply:
         message = cast(Message, response)
         content: list[str | Call] = []

@@ -103,6 +103,8 @@ from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_b
 
 # Iteration.forced of a request that offered no fetch tool (after fetches in a row; see Loop.force).
 NO_FETCH = ""
+# Iteration.forced of a request that asked for an answer, not a call (after the same calls twice; see Loop.force).
+ANSWER = "(answer)"
 
 
 def answer_fetch(
@@ -150,6 +152,7 @@ class Loop:
         self.forcing: str | None = None
         self.forced: str | None = None  # this iteration's
         self.fetches_in_a_row = 0  # with no other call between
+        self.last_round: tuple[tuple[str, str, str], ...] = ()  # the calls and results of the iteration before
         initial: list[dict[str, Any]] = (
             [{"role": "user", "content": task}] if isinstance(task, str) else [dict(m) for m in task]
         )
@@ -197,6 +200,7 @@ class Loop:
             answered: list[tuple[Call, ToolCallRecord]] = []
             for call in calls:
                 answered.append((call, (yield from self.answer(call, index))))
+            self.watch_repeats(answered)
             iteration = self.close(index, response, reply, prompt, answered, latency, clock.first)
             if self.observing:
                 try:
@@ -217,17 +221,36 @@ class Loop:
           still sees the call.
         - any other second fetch in a row: the request offers no fetch tool (the tool choice ``none`` where it
           is the only tool). The model calls a tool it has read about, or answers.
+        - the same calls with the same results as the iteration before (:meth:`watch_repeats`): the request asks
+          for an answer (the tool choice ``none``, the tool list unchanged), from the results the model has.
 
         That request's tool list differs from its neighbours': the provider's prompt cache misses from the tool
         list on, for it alone; the request after has every tool again."""
         self.forced, self.forcing = self.forcing, None
         if self.forced is None:
             return request
+        if self.forced == ANSWER:
+            return self.adapter.answer_only(request)
         changed = self.adapter.forced(request, None if self.forced == NO_FETCH else self.forced)
         if changed is None:  # the request does not offer it (a caller's tool list, a hidden tool): nothing to force
             self.forced = None
             return request
         return changed
+
+    def watch_repeats(self, answered: Sequence[tuple[Call, ToolCallRecord]]) -> None:
+        """A small model at temperature 0 can make one call again and again, reading the same result each time,
+        until ``max_iterations`` runs out. When an iteration's native calls (fetches and searches aside) and their
+        results are those of the iteration before, the next request asks for an answer instead (see :meth:`force`);
+        a call whose result changed (polling a job) is not a repeat."""
+        skip = (FETCH_TOOL_NAME, TOOL_SEARCH_NAME)
+        calls = tuple(
+            (call.name, _json(call.input), record.output)
+            for call, record in answered
+            if call.style == "native" and call.name not in skip
+        )
+        if calls and calls == self.last_round and self.forcing is None:
+            self.forcing = ANSWER
+        self.last_round = calls
 
     def receive(self, response: Any, reply: Reply, iteration: int) -> list[Call]:
         """Record the assistant's message; the calls it asks for, in order: its native calls and, in a

@@ -177,6 +177,9 @@ class ChatAdapter:
             return without_fetch(request, "none")
         return narrowed(request, tool, {"type": "function", "function": {"name": tool}})
 
+    def answer_only(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**request, "tool_choice": "none"}
+
     def read(self, response: Any) -> Reply:
         completion = cast(ChatCompletion, response)
         if not completion.choices:

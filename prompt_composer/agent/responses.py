@@ -188,6 +188,9 @@ class ResponsesAdapter:
             return without_fetch(request, "none")
         return narrowed(request, tool, {"type": "function", "name": tool})
 
+    def answer_only(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**request, "tool_choice": "none"}
+
     def read(self, response: Any) -> Reply:
         resp = cast(Response, response)
         items = [_item(item) for item in resp.output or []]

@@ -124,7 +124,8 @@ class Iteration:
     latency: float = 0.0  # seconds from sending the request to the whole response
     first_token: float | None = None  # seconds to the first content (streamed requests only)
     correction: str | None = None  # what the loop told the model instead of taking its reply as final
-    # After repeated fetches (Loop.force): the tool this request asked for, or "" when it offered no fetch tool.
+    # After repeated fetches (Loop.force): the tool this request asked for, or "" when it offered no fetch tool;
+    # "(answer)" when, after the same calls twice with the same results, it asked for an answer (tool choice none).
     forced: str | None = None
 
 

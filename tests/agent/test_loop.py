@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from prompt_composer.agent.anthropic import MessagesAdapter
-from prompt_composer.agent.engine import NO_FETCH
+from prompt_composer.agent.engine import ANSWER, NO_FETCH
 from prompt_composer.agent.openai import ChatAdapter
 from prompt_composer.agent.responses import ResponsesAdapter
 from prompt_composer.agent.results import (
@@ -358,6 +358,32 @@ def test_two_fetches_in_a_row_make_the_next_request_offer_no_fetch_tool(combo: C
     assert result.text == "There is no tool for directions here."
 
 
+@pytest.mark.parametrize("combo", COMBOS)
+def test_the_same_call_with_the_same_result_twice_makes_the_next_request_ask_for_an_answer(combo: Combo) -> None:
+    """A small model can repeat one call until max_iterations runs out: after the second identical round (the same
+    calls, the same results) the next request keeps its tools and sets the tool choice to none."""
+    polled = iter(["queued", "running", "90%", "done"])
+    script = [
+        tool_use_reply(("g1", "glob", {"path": "src"})),
+        tool_use_reply(("g2", "glob", {"path": "src"})),  # the same call, the same result: a repeat
+        text_reply("src holds a.py."),
+        text_reply("unused"),
+    ]
+    with agent(combo, script, mode="code") as a:
+        result = a.run(executors={"glob": lambda i: "a.py"})
+        bodies = a.bodies
+    assert len(bodies) == 3 and result.text == "src holds a.py."
+    assert [i.forced for i in result.iterations] == [None, None, ANSWER]
+    assert combo.wire.tools(bodies[2]) == combo.wire.tools(bodies[0])
+    assert "tool_choice" not in bodies[0] and "tool_choice" not in bodies[1]
+    assert bodies[2]["tool_choice"] in ({"type": "none"}, "none")
+    # A call whose result changes (polling a job) is not a repeat.
+    script = [*(tool_use_reply((f"p{i}", "glob", {"path": "job"})) for i in range(4)), text_reply("done")]
+    with agent(combo, script, mode="code") as a:
+        result = a.run(executors={"glob": lambda i: next(polled)})
+    assert [i.forced for i in result.iterations] == [None] * 5 and result.text == "done"
+
+
 def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     tool = {"name": "glob", "description": "d", "input_schema": {"type": "object"}}
     other = {**tool, "name": "read_file"}
@@ -389,6 +415,10 @@ def test_forcing_a_call_keeps_what_the_provider_needs() -> None:
     assert adapter.forced(alone, None) == {**alone, "tool_choice": {"type": "none"}}
     chat_fetch = {"type": "function", "function": {"name": FETCH_TOOL_NAME, "parameters": {}}}
     assert ChatAdapter().forced({"tools": [chat, chat_fetch]}, None) == {"tools": [chat]}
+    # An answer, not a call: the list stays, the choice is none, in each API's spelling.
+    assert ResponsesAdapter().answer_only(responses) == {**responses, "tool_choice": "none"}
+    assert adapter.answer_only(request) == {**request, "tool_choice": {"type": "none"}}
+    assert ChatAdapter().answer_only({"tools": [chat]}) == {"tools": [chat], "tool_choice": "none"}
     assert ResponsesAdapter().forced({"tools": [{**flat, "name": FETCH_TOOL_NAME}]}, None) == {
         "tools": [{**flat, "name": FETCH_TOOL_NAME}],
         "tool_choice": "none",
