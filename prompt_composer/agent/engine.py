@@ -105,6 +105,11 @@ from .textcalls import CALL_SHAPE, IMITATION, imitated_result, parse_tool_call_b
 NO_FETCH = ""
 # Iteration.forced of a request that asked for an answer, not a call (after the same calls twice; see Loop.force).
 ANSWER = "(answer)"
+# The end of a result that repeats the iteration before's (the same call, the same result).
+REPEATED = (
+    "[prompt-composer] You made this same call in your previous step and got the same result. Do not make it "
+    "again: answer the user now from the results above."
+)
 
 
 def answer_fetch(
@@ -200,7 +205,7 @@ class Loop:
             answered: list[tuple[Call, ToolCallRecord]] = []
             for call in calls:
                 answered.append((call, (yield from self.answer(call, index))))
-            self.watch_repeats(answered)
+            answered = self.watch_repeats(answered)
             iteration = self.close(index, response, reply, prompt, answered, latency, clock.first)
             if self.observing:
                 try:
@@ -237,20 +242,25 @@ class Loop:
             return request
         return changed
 
-    def watch_repeats(self, answered: Sequence[tuple[Call, ToolCallRecord]]) -> None:
+    def watch_repeats(self, answered: list[tuple[Call, ToolCallRecord]]) -> list[tuple[Call, ToolCallRecord]]:
         """A small model at temperature 0 can make one call again and again, reading the same result each time,
         until ``max_iterations`` runs out. When an iteration's native calls (fetches and searches aside) and their
-        results are those of the iteration before, the next request asks for an answer instead (see :meth:`force`);
-        a call whose result changed (polling a job) is not a repeat."""
+        results are those of the iteration before, each result says so (:data:`REPEATED`) and the next request
+        asks for an answer (see :meth:`force`; a server may ignore that choice, so the text is there too). A call
+        whose result changed (polling a job) is not a repeat."""
         skip = (FETCH_TOOL_NAME, TOOL_SEARCH_NAME)
         calls = tuple(
             (call.name, _json(call.input), record.output)
             for call, record in answered
             if call.style == "native" and call.name not in skip
         )
-        if calls and calls == self.last_round and self.forcing is None:
-            self.forcing = ANSWER
+        repeated = bool(calls) and calls == self.last_round
         self.last_round = calls
+        if not repeated:
+            return answered
+        if self.forcing is None:
+            self.forcing = ANSWER
+        return [(call, replace(record, output=f"{record.output}\n\n{REPEATED}")) for call, record in answered]
 
     def receive(self, response: Any, reply: Reply, iteration: int) -> list[Call]:
         """Record the assistant's message; the calls it asks for, in order: its native calls and, in a

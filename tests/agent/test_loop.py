@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from prompt_composer.agent.anthropic import MessagesAdapter
-from prompt_composer.agent.engine import ANSWER, NO_FETCH
+from prompt_composer.agent.engine import ANSWER, NO_FETCH, REPEATED
 from prompt_composer.agent.openai import ChatAdapter
 from prompt_composer.agent.responses import ResponsesAdapter
 from prompt_composer.agent.results import (
@@ -377,6 +377,9 @@ def test_the_same_call_with_the_same_result_twice_makes_the_next_request_ask_for
     assert combo.wire.tools(bodies[2]) == combo.wire.tools(bodies[0])
     assert "tool_choice" not in bodies[0] and "tool_choice" not in bodies[1]
     assert bodies[2]["tool_choice"] in ({"type": "none"}, "none")
+    # The repeated result says so too (a server may ignore the tool choice); the first one does not.
+    assert combo.wire.results(bodies[2])[0][1] == f"a.py\n\n{REPEATED}"
+    assert combo.wire.results(bodies[1])[0][1] == "a.py"
     # A call whose result changes (polling a job) is not a repeat.
     script = [*(tool_use_reply((f"p{i}", "glob", {"path": "job"})) for i in range(4)), text_reply("done")]
     with agent(combo, script, mode="code") as a:
