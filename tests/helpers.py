@@ -158,6 +158,43 @@ def search_mode(slug: str, groups: Sequence[str], **kw: Any) -> ModeConfig:
 
 # --- the loop harness: both wire formats, sync and async, JSON and streaming -------------------------------------
 
+
+def travel_tool(name: str, brief: str, param: str = "city") -> ToolDoc:
+    return make_doc(name, "mcp", brief=brief, params={param: {"type": "string", "description": f"The {param}."}})
+
+
+# Tools for preselection and tiers: three a request can call for by its words, and twenty fillers.
+TRAVEL_DOCS = [
+    make_doc("read_file"),
+    travel_tool("weather_lookup", "Look up the weather forecast for a city. Use it before planning a trip."),
+    travel_tool(
+        "currency_convert", "Convert an amount of money between currencies. Use it for prices abroad.", "amount"
+    ),
+    travel_tool(
+        "train_times", "List the train departures between two stations. Use it to plan a rail journey.", "station"
+    ),
+    *(
+        travel_tool(f"filler_{i:02d}", f"Filler tool {i} manages widget number {i}. Use it for widget {i}.")
+        for i in range(20)
+    ),
+]
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a Messages request's last message."""
+    return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def message_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "\n".join(b["text"] for b in content if "text" in b)
+
+
+def text_of(result: dict[str, Any]) -> str:
+    """The text of a tool_result block."""
+    return "\n".join(part["text"] for part in result["content"])
+
+
 LOOP_MODEL = "test-model"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prompt_composer import Composer, Registry, ToolDoc
+from prompt_composer import Composer, Registry
 from prompt_composer.agent.anthropic import wrap
 from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
@@ -17,25 +17,14 @@ from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.learn.events import EventLog, JsonlSink, read_events
 from prompt_composer.learn.stats import compute_stats
 from prompt_composer.testing.replies import text_reply, tool_use_reply
-from tests.helpers import bodies, make_doc, make_mode, served
+from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_results
 
 MODEL = "m"
 
 
-def tool(name: str, brief: str, param: str = "city") -> ToolDoc:
-    return make_doc(name, "mcp", brief=brief, params={param: {"type": "string", "description": f"The {param}."}})
-
-
-DOCS = [
-    make_doc("read_file"),
-    tool("weather_lookup", "Look up the weather forecast for a city. Use it before planning a trip."),
-    tool("currency_convert", "Convert an amount of money between currencies. Use it for prices abroad.", "amount"),
-    tool("train_times", "List the train departures between two stations. Use it to plan a rail journey.", "station"),
-    *(tool(f"filler_{i:02d}", f"Filler tool {i} manages widget number {i}. Use it for widget {i}.") for i in range(20)),
-]
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # 800 tokens: only catalog lines fit
 REG = Registry.from_docs(
-    DOCS,
+    TRAVEL_DOCS,
     [
         make_mode("auto", groups=["read", "mcp"], tiers=SMALL, preselect=PreselectConfig(k=2, min_confidence=0.1)),
         make_mode("tiered", groups=["read", "mcp"], tiers=SMALL),
@@ -62,19 +51,6 @@ def names(body: dict[str, Any]) -> list[str]:
 
 def unmarked(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in t.items() if k != "cache_control"} for t in tools]
-
-
-def results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
-
-
-def message_text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    return content if isinstance(content, str) else "\n".join(b["text"] for b in content if "text" in b)
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(part["text"] for part in result["content"])
 
 
 def test_preselection_loads_the_tool_the_task_needs_after_the_unchanged_prefix(tmp_path: Path) -> None:
@@ -179,7 +155,7 @@ def test_a_bad_call_to_a_tool_whose_schema_was_not_seen_runs_nothing_and_gets_it
         result = client(sdk, "plain").run("go", model=MODEL, executors={"currency_convert": ran.append})
         sent = bodies(server)
     assert ran == [{"amount": "10 EUR"}]  # only the second call ran
-    first = results(sent[1])[0]
+    first = tool_results(sent[1])[0]
     assert first["is_error"] and "nothing was run" in text_of(first)
     assert fetch_tool_doc(REG.tools["currency_convert"]) in text_of(first)
     assert [c.executed for c in result.tool_calls] == [False, True]
@@ -196,7 +172,7 @@ def test_a_call_to_a_catalog_tool_not_yet_loaded_loads_it_and_asks_again() -> No
         client(sdk, "tiered").run("go", model=MODEL, executors={"train_times": ran.append})
         sent = bodies(server)
     assert "train_times" not in names(sent[0]) and names(sent[1])[-1] == "train_times"
-    refused = results(sent[1])[0]
+    refused = tool_results(sent[1])[0]
     assert refused["is_error"] and "was not loaded" in text_of(refused) and "unknown" not in text_of(refused)
     assert fetch_tool_doc(REG.tools["train_times"]) in text_of(refused)
     assert ran == [{"station": "Lyon"}]  # the second call, with the schema shown, ran
@@ -212,7 +188,7 @@ def test_a_second_fetch_of_a_tool_answers_with_one_line() -> None:
     with served(script) as (server, sdk):
         client(sdk, "plain").run("go", model=MODEL)
         sent = bodies(server)
-    first, second = text_of(results(sent[1])[0]), text_of(results(sent[2])[0])
+    first, second = text_of(tool_results(sent[1])[0]), text_of(tool_results(sent[2])[0])
     assert first == fetch_tool_doc(REG.tools["currency_convert"])
     assert second.startswith("currency_convert is already documented in full above") and "\n" not in second
 

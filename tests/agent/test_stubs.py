@@ -16,13 +16,14 @@ from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import ModeConfig, PreselectConfig, TierConfig
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.testing.replies import text_reply, tool_use_reply
-from tests.agent.test_preselect import DOCS, message_text, results, text_of
-from tests.helpers import bodies, make_mode, served
+from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_results
 
 MODEL = "m"
+
+
 STUBS = TierConfig(share=0.006, context_tokens=200_000, stubs=True)  # 1,200 tokens: 9 briefs, the rest stubs
 REG = Registry.from_docs(
-    DOCS,
+    TRAVEL_DOCS,
     [
         make_mode(
             "stubbed",
@@ -123,7 +124,7 @@ def test_a_conversation_sends_one_tool_list_while_preselection_and_recovery_load
     earlier = sent[0]["messages"]
     assert unmarked(sent[1]["messages"][: len(earlier)]) == unmarked(earlier) and len(earlier) == 1
     # The bad call to the stub never shown ran nothing and brought its full text.
-    refused = results(sent[3])[0]
+    refused = tool_results(sent[3])[0]
     assert refused["is_error"] and "nothing was run" in text_of(refused)
     assert fetch_tool_doc(REG.tools["filler_19"]) in text_of(refused)
 
@@ -139,7 +140,7 @@ def test_a_stub_called_before_its_text_was_shown_runs_nothing_even_with_argument
         result = client(sdk).run("go", model=MODEL, executors={"filler_19": ran.append})
         sent = bodies(server)
     assert ran == [{"city": "Oslo"}] and [c.executed for c in result.tool_calls] == [False, True]
-    refused = text_of(results(sent[1])[0])
+    refused = text_of(tool_results(sent[1])[0])
     assert "nothing was run" in refused and fetch_tool_doc(REG.tools["filler_19"]) in refused
     assert COMPOSER.compose("stubbed").stubs == tuple(n for n in REG.mode("stubbed").allowed if TIERS.stubbed(n))  # type: ignore[union-attr]
 
@@ -153,6 +154,6 @@ def test_fetch_and_tool_search_answer_in_the_conversation_without_changing_the_t
     with served(script) as (server, sdk):
         client(sdk).run("go", model=MODEL)
         sent = bodies(server)
-    assert text_of(results(sent[1])[0]) == fetch_tool_doc(REG.tools["train_times"])
-    assert "weather_lookup" in text_of(results(sent[2])[0])
+    assert text_of(tool_results(sent[1])[0]) == fetch_tool_doc(REG.tools["train_times"])
+    assert "weather_lookup" in text_of(tool_results(sent[2])[0])
     assert all(tools_of(body) == tools_of(sent[0]) for body in sent)
