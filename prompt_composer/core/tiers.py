@@ -15,9 +15,9 @@ tool list for the rest of the task (see :class:`~prompt_composer.core.composer.C
 
 With ``stubs: true`` the catalog and name tools are declared in the tool list from the start instead, as *stubs*: the
 name, the summary (catalog tools) and a schema that takes any object, and no catalog in the system prompt. A stub
-is callable like a brief tool (arguments that fail its real schema run nothing and bring its full text), and loading
-one sends its full text in the conversation (the preselection note, the fetch or recovery answer) instead of
-appending a definition. The tool list then never changes within a task: a server that renders the tools before
+is callable once the task has shown its full text (a call before that runs nothing and brings the text), and
+loading one sends its full text in the conversation (the preselection note, the fetch or recovery answer) instead
+of appending a definition. The tool list then never changes within a task: a server that renders the tools before
 the conversation (a chat template's system block, the Messages API's tools-first cache order) keeps serving the
 conversation from its cache when a tool loads, at the price of a few tokens a stub on every request.
 """
