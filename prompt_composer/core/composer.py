@@ -247,18 +247,23 @@ class Composer:
         docs = self.registry.tools
         builtins = [tool_search_definition(resolved), fetch_tool_definition(resolved)]
         fixed = sum(self.definition(n, full=True)[1] for n in resolved.permanent) + count_tools(self.counter, builtins)
+
+        # With stubs a catalog or name tool costs its stub in the tool list, not a line of the system prompt.
+        def line_cost(name: str) -> int:
+            if config.stubs:
+                return self.stub(name, summarised=True)[1]
+            return self.counter.count(catalog_line(docs[name])) + 1
+
+        def name_cost(name: str) -> int:
+            return self.stub(name, summarised=False)[1] if config.stubs else self.counter.count(name) + 1
+
         computed = assign_tiers(
             resolved,
             config,
             fixed=fixed,
             brief_cost=lambda n: self.definition(n, full=False)[1],
-            # With stubs a catalog or name tool costs its stub in the tool list, not a line of the system prompt.
-            line_cost=(lambda n: self.stub(n, summarised=True)[1])
-            if config.stubs
-            else (lambda n: self.counter.count(catalog_line(docs[n])) + 1),
-            name_cost=(lambda n: self.stub(n, summarised=False)[1])
-            if config.stubs
-            else (lambda n: self.counter.count(n) + 1),
+            line_cost=line_cost,
+            name_cost=name_cost,
             usage=self._usage,
         )
         if own:
@@ -527,32 +532,30 @@ class Composer:
         """A tool's native definition (full or brief) and its token count, built once per composer.
 
         The schema is a private copy, so a caller editing a composed tool cannot reach the registry's docs."""
-        key = (name, full)
-        cached = self._definitions.get(key)
-        if cached is None:
-            doc = self.registry.tools[name]
-            if full:
-                definition = {"name": name, "description": doc.full, "input_schema": copy.deepcopy(doc.input_schema)}
-            else:
-                definition = {
-                    "name": name,
-                    "description": doc.brief,
-                    "input_schema": strip_descriptions(doc.input_schema),
-                }
-            cached = (definition, count_tools(self.counter, [definition]))
-            self._definitions[key] = cached  # a race only builds the same value twice
-        return cached
+        doc = self.registry.tools[name]
+        if full:
+            return self._built((name, full), lambda: {
+                "name": name, "description": doc.full, "input_schema": copy.deepcopy(doc.input_schema)
+            })  # fmt: skip
+        return self._built((name, full), lambda: {
+            "name": name, "description": doc.brief, "input_schema": strip_descriptions(doc.input_schema)
+        })  # fmt: skip
 
     def stub(self, name: str, *, summarised: bool) -> tuple[dict[str, Any], int]:
         """A tool's stub definition (a tiered mode with ``stubs: true``): its name, its catalog summary when
         ``summarised`` (else no description), and a schema that takes any object; and its token count."""
-        key = (name, "stub" if summarised else "bare")
+        doc = self.registry.tools[name]
+        return self._built((name, "stub" if summarised else "bare"), lambda: {
+            "name": name, "description": summary(doc) if summarised else "", "input_schema": {"type": "object"}
+        })  # fmt: skip
+
+    def _built(self, key: tuple[str, bool | str], build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
+        """The definition cached under ``key`` and its token count, built and counted on first use."""
         cached = self._definitions.get(key)
         if cached is None:
-            text = summary(self.registry.tools[name]) if summarised else ""
-            definition = {"name": name, "description": text, "input_schema": {"type": "object"}}
+            definition = build()
             cached = (definition, count_tools(self.counter, [definition]))
-            self._definitions[key] = cached
+            self._definitions[key] = cached  # a race only builds the same value twice
         return cached
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:
