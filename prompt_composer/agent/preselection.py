@@ -6,7 +6,8 @@ task (:func:`~prompt_composer.discovery.preselect.preselect`); the choice is rec
 digest of the message's text. A catalog or name tool (tiered modes) or a tool of a discovery mode joins the tools
 appended at the end of the tool list; a tool the model can already call but sees only briefly has its full text
 delivered instead. Either way a short note goes at the end of that user message, rebuilt the same way on every
-request from the record, so the conversation a provider caches never changes behind it.
+request from the record, so the conversation a provider caches never changes behind it. A tool's full text goes in
+the first note of the conversation that names it; a later note names it as documented above.
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
                     )  # fmt: skip
             records = session.preselections()
     notes: dict[int, str] = {}
+    shown: set[str] = set()  # tools whose full text an earlier note of these messages carries
     for index, text in wanted:
         tools = records.get(message_key(text), ())
         if tools:
-            notes[index] = note(state, tools)
+            notes[index] = note(state, tools, shown=frozenset(shown))
+            shown.update(tools)
     return notes
 
 
@@ -97,16 +100,21 @@ def _expand_brief(state: TaskState, session: TaskSession, chosen: Sequence[str])
             session.mark_expanded(tool)  # its full text goes out in the note
 
 
-def note(state: TaskState, chosen: Sequence[str]) -> str:
-    """The note for one preselected message: the tools chosen, and the full text of those not appended in full."""
+def note(state: TaskState, chosen: Sequence[str], *, shown: frozenset[str] = frozenset()) -> str:
+    """The note for one preselected message: the tools chosen, and the full text of those not appended in full,
+    except the ones in ``shown`` (an earlier note of the conversation carries their text)."""
     docs = state.registry.tools
     appended = [t for t in chosen if _appended(state, t)]
-    expanded = [t for t in chosen if t not in appended and t not in state.mode.permanent and t in docs]
+    delivered = [t for t in chosen if t not in appended and t not in state.mode.permanent and t in docs]
+    above = [t for t in delivered if t in shown]
+    expanded = [t for t in delivered if t not in shown]
     always = [t for t in state.mode.permanent if t not in chosen]
     caveat = f"{NOTE_CAVEAT} ({', '.join(always)} included)." if always else f"{NOTE_CAVEAT}."
     lines = [f"{NOTE_HEAD} {', '.join(chosen)}. {caveat}"]
     if appended:
         lines.append(f"Loaded into your tools for this task: {', '.join(appended)}.")
+    if above:
+        lines.append(f"Documented in an earlier note above: {', '.join(above)}.")
     if expanded:
         lines.append("Full documentation of the ones you already have:")
         lines += [fetch_tool_doc(docs[t]) for t in expanded]

@@ -14,6 +14,7 @@ from prompt_composer.agent.anthropic import wrap
 from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import ModeConfig, PreselectConfig, TierConfig
+from prompt_composer.core.session import InMemorySessionStore
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.testing.replies import text_reply, tool_use_reply
 from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_results
@@ -157,3 +158,22 @@ def test_fetch_and_tool_search_answer_in_the_conversation_without_changing_the_t
     assert text_of(tool_results(sent[1])[0]) == fetch_tool_doc(REG.tools["train_times"])
     assert "weather_lookup" in text_of(tool_results(sent[2])[0])
     assert all(tools_of(body) == tools_of(sent[0]) for body in sent)
+
+
+def test_a_tool_preselected_again_in_the_conversation_is_documented_once() -> None:
+    """Two user messages of one task that preselect the same tool: the first note carries its full text, the
+    second names it as documented above, and the first note goes out unchanged with the second message."""
+    script = [text_reply("The 9:05."), text_reply("The 10:40.")]
+    store = InMemorySessionStore()
+    with served(script) as (server, sdk):
+        first = client(sdk, store=store).run("Which trains leave from Lyon station?", model=MODEL)
+        client(sdk, store=store).run(
+            [*first.messages, {"role": "user", "content": "And which trains leave from Paris station?"}], model=MODEL
+        )
+        sent = bodies(server)
+    full = fetch_tool_doc(REG.tools["train_times"])
+    first_note, second_note = message_text(sent[1]["messages"][0]), message_text(sent[1]["messages"][-1])
+    assert "train_times" in first_note and full in first_note
+    assert "train_times" in second_note and full not in second_note
+    assert "Documented in an earlier note above: train_times" in second_note
+    assert unmarked(sent[1]["messages"][:1]) == unmarked(sent[0]["messages"])
