@@ -4,7 +4,8 @@ A small model asked to search or fetch mostly does neither. A mode with ``presel
 the user's own words searched (needs decomposition and learned phrasings included, as ``tool_search`` does) over
 its tools before each new user message goes out, and the best ``k`` whose confidence passes the floor are loaded
 for the task. Permanent tools are never counted: they are in full already; and a tool that ranks below the best
-permanent one is not loaded (the request is served by a tool the model has in full).
+permanent one is not loaded (the request is served by a tool the model has in full), nor is any tool when the
+request's own words match a permanent tool best.
 """
 
 from __future__ import annotations
@@ -38,20 +39,34 @@ class Preselection:
 
 def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig) -> Preselection:
     """The best ``config.k`` tools of ``mode`` for ``text`` that rank above every permanent tool, in rank order
-    until the first below ``config.min_confidence``; none on a miss.
+    until the first below ``config.min_confidence``; none on a miss, and none when the keywords alone rank a
+    permanent tool first.
 
     A permanent tool is in full already: what ranks below the best one serves the request less well by the
     search's own measure, and only gives a small model a wrong tool to call (docs/tool-choice.md). The search
     scores a request of several steps by its best step, so the cut does not hide a step's own tool; searching each
-    step apart was tried and loaded more distractors (a step like "tell me what fails" matches debugger tools)."""
+    step apart was tried and loaded more distractors (a step like "tell me what fails" matches debugger tools).
+
+    When the search fuses keywords with embeddings, the keyword ranking is asked too: if its best tool is a
+    permanent one, the request names what a permanent tool does ("where is parse_config called?" and
+    ``search_files``), and nothing is loaded. An embedding ranks by topic and can put neighbours first (browser
+    config tools for "parse_config"), which a small model then calls instead of the tool it has in full."""
     query = " ".join(text.split())
     if not query:
         return Preselection("", (), (), 0.0)
     permanent = set(mode.permanent)
     result = search.search(query, mode, limit=config.k + len(permanent))
+    if permanent and result.strategy != "keyword" and _keyword_top(search, mode, query) in permanent:
+        return Preselection(query, (), (), result.confidence)
     ranked = list(result.hits)
     first = next((i for i, h in enumerate(ranked) if h.name in permanent), len(ranked))
     # The floor ends the list at the first hit below it: the search's similarity is not monotonic in its rank, and
     # skipping a better-ranked tool to load a worse-ranked one only hands the model the worse one.
     hits = list(itertools.takewhile(lambda h: h.similarity >= config.min_confidence, ranked[:first]))[: config.k]
     return Preselection(query, tuple(h.name for h in hits), tuple(h.similarity for h in hits), result.confidence)
+
+
+def _keyword_top(search: ToolSearch, mode: Mode, query: str) -> str | None:
+    """The best tool of the keyword ranking of ``query``, or ``None`` when the keywords match nothing well."""
+    keyword = search.search(query, mode, limit=1, strategy="keyword")
+    return keyword.hits[0].name if keyword.hits else None

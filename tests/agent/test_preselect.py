@@ -12,7 +12,7 @@ from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.core.modes import PreselectConfig, TierConfig
 from prompt_composer.discovery.preselect import preselect
-from prompt_composer.discovery.results import Hit, SearchResult
+from prompt_composer.discovery.results import Hit, SearchResult, SearchStrategy
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.learn.events import EventLog, JsonlSink, read_events
 from prompt_composer.learn.stats import compute_stats
@@ -123,6 +123,39 @@ def test_the_confidence_floor_ends_the_preselection_at_the_first_hit_below_it() 
         0.5,
         0.4,
     )
+
+
+class FusedSearch(ToolSearch):
+    """A hybrid search whose fused and keyword rankings are given."""
+
+    def __init__(self, fused: list[str], keyword: list[str], default: SearchStrategy = "hybrid") -> None:
+        super().__init__(REG, embedder=False)
+        self.rankings = {"keyword": keyword, "hybrid": fused}
+        self.default = default
+        self.asked: list[str] = []
+
+    def search(self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None) -> SearchResult:
+        used = strategy or self.default
+        self.asked.append(used)
+        hits = tuple(Hit(n, "mcp", 1.0 - i / 10, 0.5, "") for i, n in enumerate(self.rankings[used]))
+        return SearchResult(query, mode.slug, used, hits[:limit], len(hits), 0.9)
+
+
+def test_nothing_is_preselected_when_the_keywords_rank_a_permanent_tool_first() -> None:
+    """Embeddings rank by topic: neighbours can outrank the permanent tool whose name and brief the request's own
+    words match. Then nothing is loaded, so the model is left with the tool it has in full."""
+    mode, config = REG.mode("pinned"), PreselectConfig(k=2, min_confidence=0.1)
+    assert mode.permanent == ("weather_lookup",)
+    neighbours = FusedSearch(["train_times", "currency_convert", "weather_lookup"], ["weather_lookup", "train_times"])
+    assert preselect(neighbours, mode, "Will it rain in Lyon?", config).tools == ()
+    assert neighbours.asked == ["hybrid", "keyword"]
+    # The keywords agree that another tool serves the request: the fused ranking's tools load as before.
+    agreed = FusedSearch(["train_times", "currency_convert", "weather_lookup"], ["train_times", "weather_lookup"])
+    assert preselect(agreed, mode, "Trains to Lyon?", config).tools == ("train_times", "currency_convert")
+    # A keyword search (no embedder) is not asked twice: its ranking is the one the cut reads.
+    keyword = FusedSearch([], ["train_times", "weather_lookup"], default="keyword")
+    assert preselect(keyword, mode, "Trains to Lyon?", config).tools == ("train_times",)
+    assert keyword.asked == ["keyword"]
 
 
 def test_stats_report_preselection_precision_and_recall(tmp_path: Path) -> None:
