@@ -33,6 +33,7 @@ from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import ImporterError, LoadError
 from ..safety.lint import Finding, full_size_limit, quarantine_rules, scan
+from ..safety.rules import SEVERITY_RANK
 from ..safety.text import escape_invisible
 from .deadline import NO_DEADLINE, Deadline
 from .drafting import draft_docs
@@ -51,8 +52,6 @@ from .placement import Placement
 from .siblings import SiblingIndex, strings, text_words
 from .tool_list import UpstreamTool
 from .yaml_out import doc_yaml
-
-_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ class ImportPlan:
             doc = self.registry.tools[name]
             upstream = escape_invisible(f"{self.server}: {doc.origin.name if doc.origin else name}")
             lines.append(f"quarantined {name}  ({upstream}): {', '.join(doc.quarantine)}")
-            shown = sorted(findings, key=lambda f: (-_SEVERITY_RANK[f.severity], f.line or 0))
+            shown = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.line or 0))  # the worst first
             lines += [f"  {finding}" for finding in shown[:per_tool]]
             if len(findings) > per_tool:
                 lines.append(f"  … and {len(findings) - per_tool} more")

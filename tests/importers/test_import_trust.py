@@ -31,8 +31,10 @@ from prompt_composer.importers.drafting import draft_docs
 from prompt_composer.importers.folder import STATE_FILE
 from prompt_composer.importers.from_mcp import McpListing, list_mcp_tools
 from prompt_composer.importers.placement import classify_effect
+from prompt_composer.importers.plan import plan_tools
 from prompt_composer.importers.render import render_full
 from prompt_composer.importers.tool_list import UpstreamTool, parse_tool_list, read_tool_list
+from prompt_composer.safety.lint import Finding
 from tests.helpers import DATA, REPO, npm_server
 
 pytest.importorskip("mcp")
@@ -483,3 +485,22 @@ def test_parse_tool_list_keeps_annotations() -> None:
     assert tools[0].title == "Update Issue Labels"
     assert classify_effect(tools[0]) == ("writing", "readOnlyHint: false")
     assert classify_effect(tools[1]) == ("writing", "name reads as writing ('move')")  # Notion's: no annotations
+
+
+def test_the_quarantine_report_shows_the_worst_findings_first(tmp_path: Path) -> None:
+    """A tool with more findings than the report shows per tool: the high ones come first, whatever their line."""
+    plan = plan_tools(
+        [UpstreamTool("leak", "Reads a note.", {"type": "object", "properties": {}})],
+        tmp_path / "docs",
+        server="s",
+        group="mcp",
+        write_group=None,
+        prefix="",
+    )
+    low = [Finding("rule-low", "low", "leak", "full", f"low {n}", line=n) for n in range(1, 15)]
+    high = Finding("rule-high", "high", "leak", "full", "high one", line=40)
+    medium = Finding("rule-medium", "medium", "leak", "full", "medium one", line=30)
+    report = replace(plan, quarantined={"leak": (*low, medium, high)}).quarantine_report(per_tool=3)
+    shown = [line.strip() for line in report if line.startswith("  <tool leak>")]
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in shown] == ["high", "medium", "low"]
+    assert "  … and 13 more" in report
