@@ -52,7 +52,7 @@ def _parse_reply(item: Any) -> Reply:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m prompt_composer.testserver",
+        prog="python -m prompt_composer.testing",
         description=(
             "Serve scripted replies on 127.0.0.1, as the Anthropic Messages API (/v1/messages) "
             "and the OpenAI Chat Completions (/v1/chat/completions) and Responses (/v1/responses) APIs."
