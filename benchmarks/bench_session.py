@@ -220,7 +220,10 @@ def run(tasks: list[str], work: Path, *, turns: int = TURNS) -> list[Request]:
                 # Its conversation ends in calls without answers: the next message starts a new one.
                 messages, dropped = [], True
                 partial = partial_result(exc)
-                answer = f"({type(exc).__name__} after {len(partial.iterations) if partial else 0} requests)"
+                calls = "; ".join(
+                    f"{c.name}{'' if c.executed else ' (not run)'}" for c in (partial.tool_calls if partial else ())
+                )
+                answer = f"({type(exc).__name__} after {len(partial.iterations) if partial else 0} requests: {calls})"
             for request in requests[first_of_task:]:
                 request.lost = why_lost(request, requests[request.index - 1] if request.index else None)
             took = time.perf_counter() - start

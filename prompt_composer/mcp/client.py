@@ -112,7 +112,7 @@ class ServerTools:
     tools: tuple[dict[str, Any], ...]
 
 
-async def _all_tools(client: Any) -> list[Any]:
+async def all_tools(client: Any) -> list[Any]:
     """Every tool the server lists, following ``nextCursor`` until it ends or repeats."""
     tools: list[Any] = []
     cursor: str | None = None
@@ -139,7 +139,7 @@ def list_server_tools(spec: ServerSpec, *, timeout: float, errlog: TextIO | None
         with anyio.fail_after(timeout):
             async with open_client(spec, errlog=errlog) as client:
                 info = client.server_info
-                tools = await _all_tools(client)
+                tools = await all_tools(client)
         raw = tuple(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools)
         return ServerTools(info.name if info is not None else None, info.version if info is not None else None, raw)
 

@@ -9,7 +9,8 @@ format MCP clients already use::
 A call to an imported tool goes to the server whose name equals ``origin.server``, under ``origin.name``.
 
 - :class:`Upstreams` holds the connections inside one event loop: each server starts on its first call, is reused,
-  and is started again on the call after it died or hung. A server that fails, hangs past the timeout, or is
+  and is started again on the call after it died or hung (a call of a tool the server declares read-only is made
+  again at once on the restarted server). A server that fails, hangs past the timeout, or is
   missing from the file raises :class:`UpstreamError` naming it; the gateway and the tool loop turn that into an
   error result, never a hung or crashed agent.
 - :func:`mcp_executors` gives the tool loop (``wrap(..., executors=...)``, ``prompt-composer run --servers``) an
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import ExecutorError, InputFileError, UpstreamError
 from ..safety.executors import ToolExecutor
 from ..shared.files import read_text
-from .client import ServerSpec, open_client
+from .client import ServerSpec, all_tools, open_client
 
 if TYPE_CHECKING:
     import anyio
@@ -103,6 +104,7 @@ class _Connection:
     client: Any
     stop: anyio.Event
     alive: bool = True
+    read_only: frozenset[str] = frozenset()  # the tools the server declares read-only (readOnlyHint, not destructive)
 
 
 @dataclass
@@ -110,8 +112,11 @@ class Upstreams:
     """Connections to the servers of ``servers``, inside one event loop (``async with Upstreams(...) as up``).
 
     ``call_timeout`` bounds one call, ``start_timeout`` a server's start and handshake. A server that died,
-    hung or closed its connection is dropped; the next call starts it again. A call is never retried: a tool that
-    writes must not run twice because the first answer was lost."""
+    hung or closed its connection is dropped; the next call starts it again. A call whose connection died under it
+    is made once more, on the restarted server, only when that server declares the tool read-only
+    (``readOnlyHint`` true, ``destructiveHint`` not): reading twice is harmless, and a small model told "it is
+    restarted on the next call" often never calls again. Any other tool is never retried (a tool that writes must
+    not run twice because the first answer was lost), nor is a call that timed out (it would wait as long again)."""
 
     servers: Mapping[str, ServerSpec]
     call_timeout: float = DEFAULT_CALL_TIMEOUT
@@ -122,6 +127,7 @@ class Upstreams:
     _stack: AsyncExitStack | None = field(default=None, init=False, repr=False)
     _group: Any = field(default=None, init=False, repr=False)
     starts: dict[str, int] = field(default_factory=dict, init=False)  # how often each server was started
+    retries: dict[str, int] = field(default_factory=dict, init=False)  # read-only calls made again, per server
 
     async def __aenter__(self) -> Upstreams:
         import anyio
@@ -146,8 +152,6 @@ class Upstreams:
     ) -> UpstreamResult:
         """Call ``tool`` (its upstream name) on ``server``; raises :class:`UpstreamError` when the server cannot
         answer. A tool's own error comes back as a result with ``is_error``."""
-        import anyio
-
         spec = self.servers.get(server)
         if spec is None:
             known = ", ".join(sorted(self.servers)) or "none"
@@ -156,8 +160,24 @@ class Upstreams:
                 server=server,
                 tool=tool,
             )
-        connection = await self._connection(server, spec, tool)
         limit = self.call_timeout if timeout is None else timeout
+        try:
+            return await self._call_once(server, spec, tool, arguments, limit)
+        except _ConnectionLost as lost:
+            if not lost.read_only:
+                raise lost.error from None
+        self.retries[server] = self.retries.get(server, 0) + 1
+        try:
+            return await self._call_once(server, spec, tool, arguments, limit)
+        except _ConnectionLost as again:
+            raise again.error from None
+
+    async def _call_once(
+        self, server: str, spec: ServerSpec, tool: str, arguments: Mapping[str, Any], limit: float
+    ) -> UpstreamResult:
+        import anyio
+
+        connection = await self._connection(server, spec, tool)
         try:
             with anyio.fail_after(limit):
                 result = await connection.client.call_tool(tool, dict(arguments))
@@ -173,11 +193,14 @@ class Upstreams:
             if _is_tool_error(exc):  # the server answered with a JSON-RPC error: it is alive
                 raise UpstreamError(f"MCP server {server!r} refused {tool}: {exc}", server=server, tool=tool) from None
             self._drop(server, connection)
-            raise UpstreamError(
-                f"MCP server {server!r} failed during {tool} ({_one_line(exc)}); it is restarted on the next "
-                "call (the tool may or may not have run)",
-                server=server,
-                tool=tool,
+            raise _ConnectionLost(
+                UpstreamError(
+                    f"MCP server {server!r} failed during {tool} ({_one_line(exc)}); it is restarted on the next "
+                    "call (the tool may or may not have run)",
+                    server=server,
+                    tool=tool,
+                ),
+                read_only=tool in connection.read_only,
             ) from None
         return UpstreamResult(tuple(result.content), bool(result.is_error), getattr(result, "structured_content", None))
 
@@ -214,6 +237,7 @@ class Upstreams:
                     server=server,
                     tool=tool,
                 ) from None
+            connection.read_only = await _read_only_tools(connection.client, self.start_timeout)
             self._connections[server] = connection
             self.starts[server] = self.starts.get(server, 0) + 1
             return connection
@@ -237,6 +261,35 @@ class Upstreams:
         finally:
             if connection is not None:
                 connection.alive = False
+
+
+class _ConnectionLost(Exception):
+    """The connection died during a call (raised inside :class:`Upstreams`, which reports ``error``, or calls
+    again when the server declared the tool ``read_only``)."""
+
+    def __init__(self, error: UpstreamError, *, read_only: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.read_only = read_only
+
+
+async def _read_only_tools(client: Any, timeout: float) -> frozenset[str]:
+    """The tools a server declares read-only (``readOnlyHint`` true, ``destructiveHint`` not); none when its list
+    cannot be read within ``timeout`` (then nothing is ever called twice)."""
+    import anyio
+
+    try:
+        with anyio.fail_after(timeout):
+            listed = await all_tools(client)
+    except Exception:
+        return frozenset()
+    return frozenset(
+        tool.name
+        for tool in listed
+        if tool.annotations is not None
+        and tool.annotations.read_only_hint is True
+        and tool.annotations.destructive_hint is not True
+    )
 
 
 def _is_tool_error(exc: BaseException) -> bool:

@@ -41,16 +41,18 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Path:
-    """A servers file as MCP clients write it. The time server writes its pid first, so a test can kill it."""
-    pidfile = tmp_path / "time.pid"
+    """A servers file as MCP clients write it. The time and git servers write their pids first, so a test can kill
+    them."""
+    pidfile, git_pidfile = tmp_path / "time.pid", tmp_path / "git.pid"
     command = f"echo $$ > {pidfile} && exec {' '.join(TIME)}"
+    git_command = f"echo $$ > {git_pidfile} && exec {' '.join(GIT)}"
     path = tmp_path / "servers.json"
     path.write_text(
         json.dumps(
             {
                 "mcpServers": {
                     "time": {"command": "sh", "args": ["-c", command], "alwaysAllow": []},
-                    "git": {"command": GIT[0], "args": GIT[1:]},
+                    "git": {"command": "sh", "args": ["-c", git_command]},
                     "slow": {"command": sys.executable, "args": [str(SLOW_SERVER)]},
                 }
             }

@@ -141,7 +141,9 @@ def test_tools_of_other_modes_are_never_fetched_or_called(docs: Path, servers: P
     anyio.run(scenario)
 
 
-def test_a_killed_upstream_gives_an_error_then_is_restarted(docs: Path, servers: Path) -> None:
+def test_a_read_only_call_whose_upstream_died_is_made_again_on_the_restarted_server(docs: Path, servers: Path) -> None:
+    """The time server declares get_current_time read-only: the call that finds the server dead is answered by a new
+    server process, with no error for the model to recover from."""
     pidfile = servers.parent / "time.pid"
 
     async def scenario() -> None:
@@ -151,12 +153,38 @@ def test_a_killed_upstream_gives_an_error_then_is_restarted(docs: Path, servers:
             pid = int(pidfile.read_text())
             os.kill(pid, signal.SIGKILL)
             await anyio.sleep(0.3)
-            lost = await client.call_tool(PERMANENT, {"timezone": "UTC"})
-            assert lost.is_error and "'time'" in text(lost) and "restarted" in text(lost)
             again = await client.call_tool(PERMANENT, {"timezone": "Asia/Tokyo"})
             assert not again.is_error, text(again)
             assert json.loads(text(again))["timezone"] == "Asia/Tokyo"
             assert int(pidfile.read_text()) != pid  # a new server process answered
+
+    anyio.run(scenario)
+
+
+def test_a_writing_call_whose_upstream_died_is_an_error_and_the_next_call_restarts_it(
+    docs: Path, servers: Path, tmp_path: Path
+) -> None:
+    """git_add writes: it is never made twice. The call that finds the server dead is an error result naming the
+    server; the model's next call starts it again."""
+    pidfile = servers.parent / "git.pid"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "notes.txt").write_text("hello\n")
+
+    async def scenario() -> None:
+        async with stdio_gateway(docs, "gw", servers) as (client, _):
+            status = await client.call_tool("git_status", {"repo_path": str(repo)})
+            assert not status.is_error, text(status)
+            pid = int(pidfile.read_text())
+            os.kill(pid, signal.SIGKILL)
+            await anyio.sleep(0.3)
+            lost = await client.call_tool("git_add", {"repo_path": str(repo), "files": ["notes.txt"]})
+            assert lost.is_error and "'git'" in text(lost) and "restarted on the next call" in text(lost)
+            assert int(pidfile.read_text()) == pid  # nothing was started to run it again
+            added = await client.call_tool("git_add", {"repo_path": str(repo), "files": ["notes.txt"]})
+            assert not added.is_error, text(added)
+            assert int(pidfile.read_text()) != pid
 
     anyio.run(scenario)
 
