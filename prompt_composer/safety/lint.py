@@ -63,6 +63,8 @@ from typing import Any
 
 from ..core.docs import ToolDoc
 from ..core.registry import Registry
+from ..errors import InputFileError
+from ..shared.files import read_text
 from ..shared.yamlfile import yaml_files, yaml_layout
 from .fields import Kind, Loc, doc_texts, label, line
 from .matching import TextMatch, excerpt_of, rule_match, scan_text
@@ -164,8 +166,8 @@ def scan(
     file = Path(path) if path is not None else None
     if file is not None and source is None:
         try:
-            source = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            source = read_text(file, what="tool doc")  # a regular file within the size limit, never a FIFO
+        except (InputFileError, OSError):
             source = None
     lines, scalars = yaml_layout(source) if source is not None else ({}, {})
     siblings = tuple(siblings)
