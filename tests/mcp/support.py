@@ -114,6 +114,15 @@ async def listing(client: Client) -> list[dict[str, Any]]:
     return [tool.model_dump(mode="json", exclude_none=True) for tool in (await client.list_tools()).tools]
 
 
+def git_repo(tmp_path: Path) -> Path:
+    """A git repository with one untracked file, ``notes.txt``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "notes.txt").write_text("hello\n")
+    return repo
+
+
 def text(result: Any) -> str:
     return "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
 

@@ -34,6 +34,7 @@ from tests.mcp.support import (
     SLOW_SERVER,
     VERSION_OF,
     blocks,
+    git_repo,
     listing,
     names,
     stdio_gateway,
@@ -167,10 +168,7 @@ def test_a_writing_call_whose_upstream_died_is_an_error_and_the_next_call_restar
     """git_add writes: it is never made twice. The call that finds the server dead is an error result naming the
     server; the model's next call starts it again."""
     pidfile = servers.parent / "git.pid"
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "notes.txt").write_text("hello\n")
+    repo = git_repo(tmp_path)
 
     async def scenario() -> None:
         async with stdio_gateway(docs, "gw", servers) as (client, _):
@@ -214,10 +212,7 @@ def test_discovery_mode_search_answers_with_the_tools_and_call_tool_routes(
     docs: Path, servers: Path, tmp_path: Path
 ) -> None:
     registry = load_registry(docs)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "notes.txt").write_text("hello\n")
+    repo = git_repo(tmp_path)
 
     async def scenario() -> None:
         async with stdio_gateway(docs, "gw-find", servers) as (client, notes):

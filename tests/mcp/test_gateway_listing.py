@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from tests.mcp.support import (
     MODERN,
     Notes,
     env,
+    git_repo,
     http_gateway,
     listing,
     settle,
@@ -46,14 +46,6 @@ def _expected(docs: Path, slug: str) -> list[str]:
         return [*mode.allowed, "fetch_tool_description"]
     assert tiers.brief and tiers.catalog, "gw-tier no longer splits its tools: adjust its context_tokens in conftest"
     return [n for n in mode.allowed if not tiers.unlisted(n)] + BUILT_IN
-
-
-def _git_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "notes.txt").write_text("hello\n")
-    return repo
 
 
 async def _call(client: Client, listed: list[str], name: str, arguments: dict[str, Any]) -> Any:
@@ -86,7 +78,7 @@ def test_two_starts_and_both_eras_list_the_same_tools_in_the_same_order(
 ) -> None:
     """Two server processes (other hash seeds), a 2025-11-25 client that works the tools and a fresh 2026-07-28
     one: the same list, byte for byte, in the mode's order."""
-    repo = _git_repo(tmp_path)
+    repo = git_repo(tmp_path)
 
     async def scenario() -> tuple[list[Any], list[Any], list[Any]]:
         async with stdio_gateway(docs, slug, servers, era=LEGACY, environ=env(PYTHONHASHSEED="1")) as (one, notes):
@@ -138,7 +130,7 @@ def test_every_connection_to_one_server_lists_the_same_tools_and_keeps_its_own_t
     get one list; ``ttlMs``/``cacheScope`` go to 2026-07-28 clients only. Tasks stay apart: what one connection was
     shown is shown again to another."""
     registry = load_registry(docs)
-    repo = _git_repo(tmp_path)
+    repo = git_repo(tmp_path)
     with http_gateway(docs, "gw-tier", servers) as url:
 
         async def scenario() -> None:

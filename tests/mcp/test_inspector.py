@@ -14,7 +14,7 @@ from typing import Any
 from prompt_composer import load_registry
 from prompt_composer.core.fetch import fetch_tool_doc
 from tests.helpers import npm_server
-from tests.mcp.support import env, http_gateway, serve_args
+from tests.mcp.support import env, git_repo, http_gateway, serve_args
 
 
 def _inspect(inspector: Path, *args: str) -> Any:
@@ -40,10 +40,7 @@ def _texts(result: dict[str, Any]) -> list[str]:
 def test_the_inspector_lists_fetches_and_calls_through_serve(docs: Path, servers: Path, tmp_path: Path) -> None:
     inspector = npm_server("mcp-inspector-cli")
     registry = load_registry(docs)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "notes.txt").write_text("hello\n")
+    repo = git_repo(tmp_path)
     with http_gateway(docs, "gw-tier", servers) as url:
         http = (url, "--transport", "http")
         listed = _inspect(inspector, *http, "--method", "tools/list")["tools"]
