@@ -16,7 +16,8 @@ pytest.importorskip("mcp_server_git")
 
 from prompt_composer import load_registry
 from prompt_composer.importers.from_mcp import import_mcp
-from tests.mcp.support import GIT, REPO, SLOW_SERVER, TIME, mode_yaml
+from tests.helpers import REPO
+from tests.mcp.support import GIT, SLOW_SERVER, TIME, mode_yaml
 
 
 @pytest.fixture(scope="session")

@@ -32,8 +32,8 @@ from prompt_composer import load_registry
 from prompt_composer.importers.from_mcp import import_mcp
 from prompt_composer.local.server import LocalModelServer
 from prompt_composer.local.weights import cache_dir
-from tests.helpers import require_local_model
-from tests.mcp.support import REPO, TIME
+from tests.helpers import REPO, require_local_model
+from tests.mcp.support import TIME
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "fast_agent_driver.py"

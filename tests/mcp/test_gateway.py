@@ -25,12 +25,11 @@ from prompt_composer.core.fetch import fetch_tool_doc
 from prompt_composer.importers.from_mcp import import_mcp
 from prompt_composer.testing.replies import text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
-from tests.helpers import learned_use_log, npm_server
+from tests.helpers import REPO, learned_use_log, npm_server
 from tests.mcp.support import (
     LEGACY,
     MODERN,
     PERMANENT,
-    REPO,
     SLOW_SERVER,
     VERSION_OF,
     blocks,

@@ -19,7 +19,8 @@ from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.promotion import inline_text
 from prompt_composer.core.session import TaskSession
 from prompt_composer.learn.events import EventLog
-from prompt_composer.mcp.gateway import Gateway, _Client
+from prompt_composer.mcp.answers import _Client
+from prompt_composer.mcp.gateway import Gateway
 from tests.helpers import REG, echo
 
 
