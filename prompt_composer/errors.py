@@ -19,6 +19,7 @@ Errors carry their context as attributes so callers never parse messages.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +76,23 @@ class LoadError(PromptComposerError):
         return self.problems[0].path if self.problems else None
 
 
+def did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    """``"did you mean 'glob'?"`` (up to three close names), or ``""`` when none is close: the one hint every
+    unknown name gets, whether a tool, a mode or a settings key."""
+    by_lower = {c.lower(): c for c in candidates}
+    close = [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
+    if not close:
+        return ""
+    return f"did you mean {' or '.join(repr(c) for c in close)}?"
+
+
 class UnknownModeError(PromptComposerError, KeyError):
     def __init__(self, mode: str, available: Sequence[str]) -> None:
         self.mode = mode
         self.available = tuple(available)
-        super().__init__(f"unknown mode {mode!r}; available modes: {', '.join(self.available) or '(none)'}")
+        listing = f"available modes: {', '.join(self.available) or '(none)'}"
+        hint = did_you_mean(mode, self.available)
+        super().__init__(f"unknown mode {mode!r}; {hint} ({listing})" if hint else f"unknown mode {mode!r}; {listing}")
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
@@ -89,7 +102,9 @@ class UnknownToolError(PromptComposerError, KeyError):
     def __init__(self, tool: str, available: Sequence[str]) -> None:
         self.tool = tool
         self.available = tuple(available)
-        super().__init__(f"unknown tool {tool!r}; available tools: {', '.join(self.available) or '(none)'}")
+        # A close name is the hint; the whole list only when nothing is close (a catalog may hold hundreds).
+        hint = did_you_mean(tool, self.available) or f"available tools: {', '.join(self.available) or '(none)'}"
+        super().__init__(f"unknown tool {tool!r}; {hint}")
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -29,10 +29,22 @@ def positive_int(text: str) -> int:
 
 
 def registry_of(args: argparse.Namespace) -> Registry:
-    """The registry of ``--docs`` (given before or after the subcommand), else the shipped one; with the per-user
-    overlay of ``--overlay`` or ``$PROMPT_COMPOSER_OVERLAY`` applied, when either names one."""
+    """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
+    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting."""
     overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
-    return load_registry(args.docs, overlay=overlay)
+    return load_registry(getattr(args, "docs", None), overlay=overlay)
+
+
+def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
+    """``--mode SLUG`` where a mode is needed: when it is left out, ``main`` fills it from the default-mode
+    setting (``PROMPT_COMPOSER_MODE`` or ``default-mode`` in ``[tool.prompt-composer]``), or stops with exit 2."""
+    parser.add_argument(
+        "--mode",
+        default=None,
+        metavar="SLUG",
+        help=f"{what} (default: the default-mode setting; `prompt-composer config` shows it)",
+    )
+    parser.set_defaults(mode_from_settings=True)
 
 
 def add_learn_from(parser: Any) -> None:

@@ -20,7 +20,7 @@ from ..learn.events import EventLog
 from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
 from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
-from ._common import add_learn_from, drops_line, log_failing, positive_int, registry_of, search_for
+from ._common import add_learn_from, add_mode_option, drops_line, log_failing, positive_int, registry_of, search_for
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -43,7 +43,7 @@ def _register_run(sub: Any) -> None:
         "run",
         help="run the tool loop on a task against a model API (read-only executors; native or text-style modes)",
     )
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode the task runs in")
     p.add_argument("--task", required=True, help="the user's task message")
     p.add_argument("--provider", choices=tuple(RUN_MODELS), default="anthropic", help=RUN_PROVIDER_HELP)
     p.add_argument(

@@ -8,7 +8,7 @@ import sys
 from typing import Any, cast
 
 from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
-from ._common import positive_int, registry_of
+from ._common import add_mode_option, positive_int, registry_of
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
         "task of a variant failed (a server that is down, a wrong key or model name).",
     )
     p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
-    p.add_argument("--mode", required=True, help="the mode to run the tasks in")
+    add_mode_option(p, "the mode to run the tasks in")
     p.add_argument("--base-url", required=True, help="the model server (e.g. `prompt-composer model serve`'s URL)")
     p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
     p.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: local; a hosted API needs a real one)")

@@ -14,7 +14,7 @@ from ..discovery.evaluate import evaluate, load_queries
 from ..discovery.results import SearchStrategy
 from ..discovery.search import ToolSearch
 from ..discovery.tools import render_search_result
-from ._common import add_learn_from, positive_int, registry_of, search_for
+from ._common import add_learn_from, add_mode_option, positive_int, registry_of, search_for
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
@@ -22,7 +22,7 @@ _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 def register(sub: Any) -> None:
     p = sub.add_parser("search", help="search a mode's tools, as tool_search does")
     p.add_argument("query")
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode whose tools are searched")
     p.add_argument("--limit", type=positive_int, default=5)
     p.add_argument(
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("eval", help="recall@k, hit@k and MRR of tool search on a JSONL query file")
     p.add_argument("--queries", required=True, metavar="FILE", help='JSONL: {"query": ..., "tools": [names]}')
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode whose tools are searched")
     p.add_argument(
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )

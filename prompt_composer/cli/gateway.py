@@ -12,7 +12,7 @@ from ..core.live import LiveRegistry
 from ..core.registry import Registry
 from ..discovery.search import ToolSearch
 from ..errors import LoadError
-from ._common import OVERLAY_ENV, add_learn_from, drops_line, log_failing, registry_of, search_for
+from ._common import OVERLAY_ENV, add_learn_from, add_mode_option, drops_line, log_failing, registry_of, search_for
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
         "serve",
         help="serve a mode to any MCP client: brief/full tools, fetch, search, calls routed to upstream MCP servers",
     )
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode whose tools are served")
     p.add_argument(
         "--servers",
         metavar="FILE",

@@ -15,7 +15,7 @@ from ..errors import UnknownToolError
 from ..safety.lint import scan_registry
 from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
-from ._common import registry_of
+from ._common import add_mode_option, registry_of
 
 
 def register(sub: Any) -> None:
@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_tools)
 
     p = sub.add_parser("compose", help="compose a mode's system prompt and tool list")
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode to compose")
     p.add_argument("--recent", default="", help="comma-separated tool uses, oldest first, replayed into the FIFO")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(
@@ -46,8 +46,8 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_compose)
 
     p = sub.add_parser("fetch", help="print a tool's full description, as fetch_tool_description answers it")
-    p.add_argument("name")
-    p.add_argument("--mode", required=True)
+    p.add_argument("name", help="the tool whose full description to print")
+    add_mode_option(p, "the mode the tool must be allowed in")
     p.set_defaults(handler=cmd_fetch)
 
     p = sub.add_parser(

@@ -18,7 +18,7 @@ from ..learn.replay import ReplayParams
 from ..learn.traces import load_traces
 from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, tune_mode
 from ..shared.files import read_text
-from ._common import registry_of
+from ._common import add_mode_option, registry_of
 
 
 def fraction(text: str) -> float:
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
         help="propose a mode's permanent tools and recent_size from real tool-use sequences (replayed cache cost, "
         "fitted on one part, reported on a held-out part)",
     )
-    p.add_argument("--mode", required=True)
+    add_mode_option(p, "the mode to tune")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--log", metavar="FILE", help="an event log (run --log, serve --log): the mode's tool calls")
     source.add_argument("--traces", metavar="FILE", help="JSONL traces (SWE-agent format, as replay --traces)")
