@@ -7,17 +7,18 @@ does not load, an unknown mode or tool), 1 for a refusal or a failed check, 0 ot
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 from ..errors import LoadError, PromptComposerError
 from ..shared.version import VERSION as __version__
-from . import agent, bench, discovery, gateway, interop, local, registry, stats, tune
+from . import agent, bench, discovery, gateway, interop, local, project, registry, stats, tune
 
 __all__ = ["main"]
 
 # Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (registry, interop, agent, bench, discovery, gateway, local, stats, tune)
+COMMAND_MODULES = (project, registry, interop, agent, bench, discovery, gateway, local, stats, tune)
 
 # The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
 REGISTRY_COMMANDS = frozenset(
@@ -55,6 +56,29 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
     )
 
 
+def _add_verbosity(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="log more on stderr: -v info, -vv debug (the prompt_composer logger)",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="count", default=default, help="log less on stderr: -q errors only, -qq nothing"
+    )
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every subcommand parser that runs a command (``import json``, not ``import``)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.extend(_leaves(sub) or [sub])
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prompt-composer",
@@ -62,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"prompt-composer {__version__}")
     _add_docs_option(parser, default=None)
+    _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -72,13 +97,37 @@ def build_parser() -> argparse.ArgumentParser:
         raise RuntimeError(f"REGISTRY_COMMANDS names unregistered subcommands: {', '.join(sorted(missing))}")
     for name in sorted(REGISTRY_COMMANDS):
         _add_docs_option(sub.choices[name], default=argparse.SUPPRESS)
+    # -v and -q after the subcommand too, as pytest takes them (`prompt-composer audit -q`).
+    for leaf in _leaves(parser):
+        _add_verbosity(leaf, default=argparse.SUPPRESS)
     return parser
+
+
+# The handler main() puts on the package logger; kept so a second main() in one process replaces it.
+_handler: logging.Handler | None = None
+
+
+def configure_logging(verbose: int, quiet: int) -> None:
+    """The ``prompt_composer`` logger's level from -v/-q (warnings by default), written to stderr. Only the
+    command does this: the library only logs, and a program that imports it decides where logs go."""
+    global _handler
+    level = min(max(logging.WARNING + 10 * (quiet - verbose), logging.DEBUG), logging.CRITICAL + 10)
+    logger = logging.getLogger("prompt_composer")
+    if _handler is not None:
+        logger.removeHandler(_handler)
+    _handler = logging.StreamHandler(sys.stderr)
+    _handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(_handler)
+    logger.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
     try:
+        if args.command in REGISTRY_COMMANDS:
+            project.apply_settings(args)
         code: int = args.handler(args)
     except LoadError as exc:
         for problem in exc.problems:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..learn.events import read_events
 from ..learn.stats import DEFAULT_TOP, compute_stats, trace_events
 from ..learn.traces import load_traces
 from ._common import positive_int, registry_of
+from .project import settings_of
 
 DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks
 
@@ -21,12 +23,19 @@ def register(sub: Any) -> None:
         help="per tool: uses, first uses, fetches, refusals, errors; per mode: requests, tokens, cache hit rate, "
         "unused permanent tools, most used brief tools; from an event log (run/serve --log) or traces",
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    p.add_argument(
+        "logs",
+        nargs="*",
+        metavar="LOG",
+        help="event logs written by run --log / serve --log (JSONL); default: the event-log setting",
+    )
+    source = p.add_mutually_exclusive_group()
     source.add_argument(
         "--log",
         metavar="FILE",
         action="append",
-        help="an event log written by run --log / serve --log (JSONL); repeatable",
+        default=[],
+        help="an event log, as LOG (repeatable)",
     )
     source.add_argument(
         "--traces",
@@ -49,6 +58,9 @@ def register(sub: Any) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     registry = registry_of(args)  # the modes' permanent and allowed tools
     if args.traces is not None:
+        if args.logs:
+            print("error: stats reads event logs or --traces, not both", file=sys.stderr)
+            return 2
         mode = registry.mode(args.mode or DEFAULT_TRACE_MODE).slug  # an unknown mode exits 2
         tasks = load_traces(args.traces)
         report = compute_stats(
@@ -61,10 +73,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
             "as one request; traces carry no token usage",
         )
     else:
-        events, skipped = read_events(args.log)
+        logs = [*args.logs, *args.log] or [settings_of(args).event_log.value or ""]
+        if not logs[0]:
+            print(
+                "error: stats needs an event log (LOG, --log FILE, or the event-log setting) or --traces FILE",
+                file=sys.stderr,
+            )
+            return 2
+        events, skipped = read_events(logs)
         if args.mode is not None:  # a mode the registry no longer has may still be in an old log
             events = [event for event in events if event.get("mode") == args.mode]
-        report = compute_stats(events, registry, source=", ".join(args.log), top=args.top, skipped_lines=skipped)
+        report = compute_stats(events, registry, source=", ".join(logs), top=args.top, skipped_lines=skipped)
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:

@@ -181,7 +181,7 @@ def test_every_registry_command_is_covered() -> None:
     assert set(REGISTRY_ARGV) == REGISTRY_COMMANDS
     subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     # A new subcommand must be sorted: it loads a registry (REGISTRY_COMMANDS), or it does not.
-    assert set(subparsers.choices) - REGISTRY_COMMANDS == {"import", "model"}
+    assert set(subparsers.choices) - REGISTRY_COMMANDS == {"config", "init", "import", "model"}
 
 
 @pytest.mark.parametrize("command", sorted(REGISTRY_ARGV))
