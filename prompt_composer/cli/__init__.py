@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..errors import LoadError, PromptComposerError
 from ..shared.version import VERSION as __version__
-from . import agent, bench, discovery, gateway, interop, local, project, registry, stats, tune
+from . import agent, bench, discovery, gateway, help_text, interop, local, project, registry, stats, tune
 
 __all__ = ["main"]
 
@@ -46,13 +46,15 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
         "--docs",
         metavar="DIR",
         default=default,
-        help="folder with tool YAMLs and modes/ (default: the shipped tool_docs)",
+        help="folder with tool YAMLs and modes/ (default: $PROMPT_COMPOSER_DOCS, else docs in [tool.prompt-composer] "
+        "of the nearest pyproject.toml, else the shipped tool_docs)",
     )
     parser.add_argument(
         "--overlay",
         metavar="FILE",
         default=default,
-        help="per-user mode overlay, {mode: {permanent: [...], recent_size: N}} (default: $PROMPT_COMPOSER_OVERLAY)",
+        help="per-user mode overlay, {mode: {permanent: [...], recent_size: N}} (default: $PROMPT_COMPOSER_OVERLAY, "
+        "else overlay in [tool.prompt-composer])",
     )
 
 
@@ -80,10 +82,7 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="prompt-composer",
-        description="Compose coding-agent system prompts from a registry of tool docs.",
-    )
+    parser = argparse.ArgumentParser(prog="prompt-composer")  # description and examples: help_text.py
     parser.add_argument("--version", action="version", version=f"prompt-composer {__version__}")
     _add_docs_option(parser, default=None)
     _add_verbosity(parser, default=0)
@@ -100,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     # -v and -q after the subcommand too, as pytest takes them (`prompt-composer audit -q`).
     for leaf in _leaves(parser):
         _add_verbosity(leaf, default=argparse.SUPPRESS)
+    help_text.apply(parser)
     return parser
 
 

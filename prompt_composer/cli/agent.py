@@ -77,8 +77,10 @@ def _register_run(sub: Any) -> None:
         help="with --provider openai-responses --native: OpenAI searches the deferred tools itself (a hosted "
         "tool_search) instead of the loop's own search",
     )
-    p.add_argument("--max-iterations", type=positive_int, default=25)
-    p.add_argument("--max-tokens", type=positive_int, default=4096)
+    p.add_argument(
+        "--max-iterations", type=positive_int, default=25, help="model requests for the task at most (default: 25)"
+    )
+    p.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default: 4096)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(

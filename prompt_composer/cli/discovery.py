@@ -21,9 +21,9 @@ _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 
 def register(sub: Any) -> None:
     p = sub.add_parser("search", help="search a mode's tools, as tool_search does")
-    p.add_argument("query")
+    p.add_argument("query", help="what the tool should do, in words")
     add_mode_option(p, "the mode whose tools are searched")
-    p.add_argument("--limit", type=positive_int, default=5)
+    p.add_argument("--limit", type=positive_int, default=5, help="tools to list at most (default: 5)")
     p.add_argument(
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )

@@ -53,13 +53,13 @@ def register(sub: Any) -> None:
     q.set_defaults(handler=cmd_import_mcp)
 
     q = kinds.add_parser("json", help="import an Anthropic, OpenAI or MCP tools/list JSON tool list")
-    q.add_argument("file")
+    q.add_argument("file", help="the JSON tool list")
     tool_options(q)
     q.add_argument("--server", default=None, help="origin server name (default: the file's stem)")
     q.set_defaults(handler=cmd_import_json)
 
     q = kinds.add_parser("roomodes", help="import Roo Code custom modes (.roomodes, YAML or JSON) as mode files")
-    q.add_argument("file")
+    q.add_argument("file", help="the .roomodes file (YAML or JSON)")
     common(q)
     q.add_argument("--permanent", default="", help="comma-separated tools kept in full (where a mode allows them)")
     q.add_argument("--recent-size", type=int, default=6, help="recent-use FIFO length (default 6)")
