@@ -1,10 +1,15 @@
-"""mkdocs hook: the command-line reference, generated from the real argument parser at build time.
+"""The command-line reference in ``docs/cli.md``, generated from the real argument parser.
 
-``docs/cli.md`` holds the hand-written introduction and the marker ``<!-- cli-reference -->``; this hook replaces
-the marker with one section per subcommand (nested ones included: ``model setup``, ``import json``, ...), each
-with its usage line and every option, read from :func:`prompt_composer.cli.build_parser`. Nothing is written to
-disk: the page's Markdown is rewritten in memory (``on_page_markdown``), so the reference cannot drift from the
-code. A parser that has lost the marker's page, or a page that has lost its marker, fails the build.
+``docs/cli.md`` holds a hand-written introduction, the marker ``<!-- cli-reference -->``, and below the marker
+the generated reference: one section per subcommand (nested ones included: ``model setup``, ``import json``, ...),
+each with its description, usage line, every option and its examples, read from
+:func:`prompt_composer.cli.build_parser`. The page is in the repository, so it reads on GitHub too. Regenerate it
+with one command, from the top of the checkout::
+
+    python3 docs/hooks/cli_reference.py
+
+``--check`` exits 1 when the page is stale (``tests/cli/test_help.py`` does the same), and as an mkdocs hook the
+module fails the site build on a stale page, so the reference cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ import argparse
 import functools
 import html
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
-
-from mkdocs.exceptions import PluginError
 
 PAGE = "cli.md"
 MARKER = "<!-- cli-reference -->"
 WIDTH = 100  # usage lines are wrapped at this width whatever the terminal is
+ROOT = Path(__file__).resolve().parents[2]
+REGENERATE = "python3 docs/hooks/cli_reference.py"
 
 
 def _escape(text: str) -> str:
@@ -118,7 +125,15 @@ def _section(
         yield from options
         yield ""
     if parser.epilog:
-        yield _escape(parser.epilog)
+        head, _, rest = parser.epilog.partition("\n")
+        if head == "examples:":  # help_text.py's examples: shown as they are typed
+            yield "Examples:"
+            yield ""
+            yield "```sh"
+            yield from (line.strip() for line in rest.splitlines())
+            yield "```"
+        else:
+            yield _escape(parser.epilog)
         yield ""
 
 
@@ -132,7 +147,7 @@ def _walk(
 
 def render() -> str:
     """The reference: the global options, an index of the subcommands, then one section per subcommand."""
-    from prompt_composer.cli import build_parser  # imported at build time, from the code being documented
+    from prompt_composer.cli import build_parser  # the code being documented (main() puts the checkout first)
 
     parser = build_parser()
     commands = list(_walk(parser))
@@ -147,9 +162,43 @@ def render() -> str:
     return "\n".join(out)
 
 
+def generated(page: str) -> str:
+    """``page`` (docs/cli.md's text) with everything below its marker replaced by the current reference."""
+    if MARKER not in page:
+        raise ValueError(f"docs/{PAGE} has lost its marker {MARKER}: the CLI reference has nowhere to go")
+    return page.split(MARKER, 1)[0] + MARKER + "\n\n" + render().rstrip("\n") + "\n"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs: fail the build when the committed reference is not what the code says."""
+    from mkdocs.exceptions import PluginError
+
     if page.file.src_uri != PAGE:
         return markdown
-    if MARKER not in markdown:
-        raise PluginError(f"docs/{PAGE} has lost its marker {MARKER}: the CLI reference has nowhere to go")
-    return markdown.replace(MARKER, render())
+    try:
+        current = generated(markdown)
+    except ValueError as exc:
+        raise PluginError(str(exc)) from None
+    if current != markdown:
+        raise PluginError(f"docs/{PAGE} is stale: regenerate it with `{REGENERATE}`")
+    return markdown
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(ROOT))  # document this checkout's code, whatever is installed
+    path = ROOT / "docs" / PAGE
+    text = path.read_text(encoding="utf-8")
+    current = generated(text)
+    if argv[1:] == ["--check"]:
+        if current != text:
+            print(f"docs/{PAGE} is stale: regenerate it with `{REGENERATE}`", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        path.write_text(current, encoding="utf-8")
+        print(f"wrote docs/{PAGE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

@@ -12,6 +12,7 @@ from typing import Any
 from ..importers.from_json import import_json
 from ..importers.from_mcp import import_mcp
 from ..importers.roomodes import RooModesError, import_roomodes
+from . import json_out
 
 
 def register(sub: Any) -> None:
@@ -21,6 +22,9 @@ def register(sub: Any) -> None:
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--out", required=True, metavar="DIR", help="tool docs folder to write (created if missing)")
         q.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+        q.add_argument(
+            "--format", choices=("text", "json"), default="text", help="the report as text (default) or json"
+        )
 
     def tool_options(q: argparse.ArgumentParser) -> None:
         common(q)
@@ -98,6 +102,8 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         dry_run=args.dry_run,
     )
+    if args.format == "json":
+        return _print([json_out.dumps(json_out.tool_import("mcp", plan, dry_run=args.dry_run))])
     return _print(plan.report(dry_run=args.dry_run))
 
 
@@ -111,6 +117,8 @@ def cmd_import_json(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         dry_run=args.dry_run,
     )
+    if args.format == "json":
+        return _print([json_out.dumps(json_out.tool_import("json", plan, dry_run=args.dry_run))])
     return _print(plan.report(dry_run=args.dry_run))
 
 
@@ -130,4 +138,6 @@ def cmd_import_roomodes(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.format == "json":
+        return _print([json_out.dumps(json_out.mode_import(plan, dry_run=args.dry_run))])
     return _print(plan.report(dry_run=args.dry_run))

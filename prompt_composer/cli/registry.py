@@ -11,22 +11,26 @@ from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_nativ
 from ..core.audit import run_audit
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
-from ..errors import UnknownToolError
+from ..errors import LoadError, UnknownToolError
 from ..safety.lint import scan_registry
 from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
+from . import json_out
 from ._common import add_mode_option, registry_of
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("validate", help="check every tool doc and mode; list every problem")
+    p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("modes", help="list the modes")
+    p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_modes)
 
     p = sub.add_parser("tools", help="list the tools (of one mode with --mode)")
     p.add_argument("--mode", help="only the tools this mode allows")
+    p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_tools)
 
     p = sub.add_parser("compose", help="compose a mode's system prompt and tool list")
@@ -75,6 +79,14 @@ def register(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.format == "json":
+        try:
+            registry = registry_of(args)
+        except LoadError as exc:  # the problems as data too, for a CI step that reads them
+            print(json_out.dumps(json_out.validate_failed(exc)))
+            return 2
+        print(json_out.dumps(json_out.validate_ok(registry)))
+        return 0
     registry = registry_of(args)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
     held = sum(1 for doc in registry.tools.values() if doc.quarantined)
@@ -86,6 +98,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_modes(args: argparse.Namespace) -> int:
     registry = registry_of(args)
+    if args.format == "json":
+        print(json_out.dumps(json_out.modes(registry)))
+        return 0
     for mode in registry.modes.values():
         c = mode.config
         print(
@@ -98,6 +113,9 @@ def cmd_modes(args: argparse.Namespace) -> int:
 def cmd_tools(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     names = registry.mode(args.mode).allowed if args.mode else tuple(registry.tools)
+    if args.format == "json":
+        print(json_out.dumps(json_out.tools(registry, names, registry.mode(args.mode).slug if args.mode else None)))
+        return 0
     for name in names:
         doc = registry.tools[name]
         # A quarantined tool is in no mode; say so where it is listed (see `audit --security`).
