@@ -7,9 +7,11 @@ does not load, an unknown mode or tool), 1 for a refusal or a failed check, 0 ot
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..errors import LoadError, PromptComposerError
 from ..shared.version import VERSION as __version__
@@ -103,32 +105,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The handler main() puts on the package logger; kept so a second main() in one process replaces it.
-_handler: logging.Handler | None = None
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record comes, as ``print(..., file=sys.stderr)`` does."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
-def configure_logging(verbose: int, quiet: int) -> None:
-    """The ``prompt_composer`` logger's level from -v/-q (warnings by default), written to stderr. Only the
-    command does this: the library only logs, and a program that imports it decides where logs go."""
-    global _handler
-    level = min(max(logging.WARNING + 10 * (quiet - verbose), logging.DEBUG), logging.CRITICAL + 10)
+@contextlib.contextmanager
+def cli_logging(verbose: int, quiet: int) -> Iterator[None]:
+    """The ``prompt_composer`` logger at the level -v/-q ask for, written to stderr, for one run of the command.
+    Without either, logging is left as it is (warnings reach stderr through Python's last-resort handler). Only
+    the command does this: the library only logs. Scoped, so a caller running the CLI in-process keeps its own
+    logging afterwards."""
+    if not verbose and not quiet:
+        yield
+        return
+    levels = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL + 1)
     logger = logging.getLogger("prompt_composer")
-    if _handler is not None:
-        logger.removeHandler(_handler)
-    _handler = logging.StreamHandler(sys.stderr)
-    _handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(_handler)
-    logger.setLevel(level)
+    before = logger.level
+    handler = _Stderr()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(levels[min(max(2 + quiet - verbose, 0), len(levels) - 1)])
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(before)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
     try:
-        if args.command in REGISTRY_COMMANDS:
-            project.apply_settings(args)
-        code: int = args.handler(args)
+        with cli_logging(args.verbose, args.quiet):
+            if args.command in REGISTRY_COMMANDS:
+                project.apply_settings(args)
+            code: int = args.handler(args)
     except LoadError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
