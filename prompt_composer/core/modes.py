@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from ..errors import Problem
+from ..errors import Problem, did_you_mean
 from ..shared.yamlfile import LineMap, line_of, load_named_model, read_yaml, validation_problems
 from .docs import ToolDoc
 
@@ -239,11 +239,9 @@ def resolve_mode(
     def check_known(key: str, names: tuple[str, ...]) -> None:
         for index, name in enumerate(names):
             if name not in tools and name not in broken:
-                problems.append(
-                    Problem(
-                        where, line_of(lines, (key, index)), f"{key}: unknown tool {name!r} in mode {config.slug!r}"
-                    )
-                )
+                hint = did_you_mean(name, tuple(tools))
+                message = f"{key}: unknown tool {name!r} in mode {config.slug!r}" + (f"; {hint}" if hint else "")
+                problems.append(Problem(where, line_of(lines, (key, index)), message))
 
     for key in ("include", "exclude", "permanent"):
         check_known(key, getattr(config, key))

@@ -18,7 +18,6 @@ Everything is checked before anything is written; every problem is one line of :
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from ..core.audit import run_audit
 from ..core.composer import Composer
 from ..core.modes import ModeConfig
 from ..core.registry import Registry, default_docs_dir
-from ..errors import ImporterError, LoadError
+from ..errors import ImporterError, LoadError, did_you_mean
 from ..shared.files import read_text
 from .folder import STATE_FILE, files_summary, load_output_folder, read_state, state_text, text_hash, write_files
 from .roo_entries import ParsedMode, parse_entry, read_roomodes
@@ -190,8 +189,8 @@ def _option_problems(
     names = sorted(tools)
     for name in permanent:
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            close = did_you_mean(name, names)
+            hint = f" ({close})" if close else ""
             problems.append(f"--permanent: unknown tool {name!r}{hint}; the folder has no tool doc of that name")
     if recent_size < 0:
         problems.append(f"--recent-size {recent_size}: must be 0 or more")
