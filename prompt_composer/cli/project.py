@@ -60,6 +60,8 @@ def apply_settings(args: argparse.Namespace) -> None:
         args.mode = settings.mode.value
     if args.command in LOG_WRITERS and getattr(args, "log", None) is None:
         args.log = settings.event_log.value
+    if args.command == "tune" and args.log is None and args.traces is None:  # tune reads one source, or the log
+        args.log = settings.event_log.value
 
 
 def cmd_config(args: argparse.Namespace) -> int:

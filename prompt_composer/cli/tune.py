@@ -39,8 +39,12 @@ def register(sub: Any) -> None:
         "fitted on one part, reported on a held-out part)",
     )
     add_mode_option(p, "the mode to tune")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log", metavar="FILE", help="an event log (run --log, serve --log): the mode's tool calls")
+    source = p.add_mutually_exclusive_group()  # neither: the event-log setting (main fills --log)
+    source.add_argument(
+        "--log",
+        metavar="FILE",
+        help="an event log (run --log, serve --log): the mode's tool calls (default: the event-log setting)",
+    )
     source.add_argument("--traces", metavar="FILE", help="JSONL traces (SWE-agent format, as replay --traces)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the fit/held-out split ({DEFAULT_SEED})")
@@ -67,6 +71,8 @@ def register(sub: Any) -> None:
 def cmd_tune(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)  # an unknown mode exits 2 before any input is read
+    if not args.traces and not args.log:
+        raise InputFileError("tune needs --log FILE (or the event-log setting) or --traces FILE")
     if args.traces:
         tasks = load_traces(args.traces)
         source = args.traces

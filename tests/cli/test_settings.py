@@ -219,3 +219,17 @@ def test_stats_reads_event_logs_positionally_and_from_the_setting(
     code, out, err = run(capsys, "stats")
     assert (code, out) == (2, "")
     assert "stats needs an event log" in err
+
+
+def test_tune_reads_the_event_log_setting(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, "tune", "--mode", "code")
+    assert (code, out) == (2, "")
+    assert "tune needs --log FILE (or the event-log setting) or --traces FILE" in err
+    empty = project / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    monkeypatch.setenv("PROMPT_COMPOSER_EVENT_LOG", str(empty))
+    code, _, err = run(capsys, "tune", "--mode", "code")
+    assert code == 2
+    assert f"{empty}: no tool calls in mode 'code' to tune on" in err  # the setting's file was the one read
