@@ -17,13 +17,15 @@ from ..safety.lint import scan_registry
 from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
 from ._common import registry_of
+from .reports import audit_html
 
-AUDIT_FORMATS = ("table", "json", "markdown", "sarif", "github")
+AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
 _SECURITY_ONLY_FORMATS = ("sarif", "github")  # formats of findings at a file and line: the lint's
 AUDIT_EXAMPLES = """examples:
   prompt-composer audit --check                                  # fail on a budget breach or a mode saving nothing
   prompt-composer audit --security --format sarif > lint.sarif   # upload with github/codeql-action/upload-sarif
   prompt-composer audit --security --format github               # annotations in a GitHub Actions log
+  prompt-composer audit --format html > audit.html               # charts per mode and tool, opens offline
 """
 
 
@@ -71,8 +73,8 @@ def register(sub: Any) -> None:
         "--format",
         choices=AUDIT_FORMATS,
         default="table",
-        help="table, json or markdown; sarif (SARIF 2.1.0, for GitHub code scanning) and github (workflow "
-        "annotations) with --security",
+        help="table, json, markdown or html (one self-contained page with charts; not with --security); sarif "
+        "(SARIF 2.1.0, for GitHub code scanning) and github (workflow annotations) with --security",
     )
     p.add_argument(
         "--check",
@@ -183,9 +185,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.format in _SECURITY_ONLY_FORMATS:
         print(f"error: --format {args.format} is for the lint's findings: add --security", file=sys.stderr)
         return 2
-    report = run_audit(Composer(registry_of(args)))
+    registry = registry_of(args)
+    report = run_audit(Composer(registry))
     if args.format == "json":
         print(report.to_json())
+    elif args.format == "html":
+        print(audit_html(report, registry, {m.mode: m.status for m in report.modes}))
     elif args.format == "markdown":
         print(report.to_markdown())
     else:
@@ -223,6 +228,10 @@ def _not_saving(m: ModeAudit) -> str:
 def cmd_audit_security(args: argparse.Namespace) -> int:
     """``audit --security``: every finding of the tool-poisoning lint as ``path:line: severity [rule] tool field:
     excerpt``; exit 1 when one is at ``--fail-on`` or above, 0 otherwise."""
+    if args.format == "html":
+        print("error: --format html is for the token audit; the lint writes table, json, markdown, sarif or github",
+              file=sys.stderr)  # fmt: skip
+        return 2
     report = scan_registry(registry_of(args))
     if args.format == "json":
         print(report.to_json(args.fail_on))

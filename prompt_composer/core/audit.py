@@ -48,6 +48,12 @@ class ModeAudit:
         permanent or with briefs as long as their full texts, can cost more than sending everything in full."""
         return self.composed_tokens < self.baseline_tokens
 
+    @property
+    def status(self) -> str:
+        """``ok``, or what is wrong: ``OVER`` (budget), ``NO SAVING`` (see :attr:`saves`), or both."""
+        problems = [text for text, bad in (("OVER", not self.within_budget), ("NO SAVING", not self.saves)) if bad]
+        return ", ".join(problems) or "ok"
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["worst_recent"] = list(self.worst_recent)
@@ -197,11 +203,6 @@ def run_audit(composer: Composer) -> AuditReport:
 # --- rendering -------------------------------------------------------------------------------------------
 
 
-def _status(m: ModeAudit) -> str:
-    problems = [text for text, bad in (("OVER", not m.within_budget), ("NO SAVING", not m.saves)) if bad]
-    return ", ".join(problems) or "ok"
-
-
 def _render_table(report: AuditReport, *, markdown: bool) -> str:
     mode_rows = [
         [
@@ -212,7 +213,7 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
             f"{m.saving:.0%}",
             str(m.worst_tokens),
             str(m.budget_tokens),
-            _status(m),
+            m.status,
         ]
         for m in report.modes
     ]
