@@ -92,18 +92,18 @@ def png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
     rows: list[bytearray] = []
     prev = bytearray(stride)
     for y in range(height):
-        kind = raw[y * (stride + 1)]
+        filt = raw[y * (stride + 1)]
         line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if kind == 1:
+            if filt == 1:
                 line[i] = (line[i] + a) & 0xFF
-            elif kind == 2:
+            elif filt == 2:
                 line[i] = (line[i] + b) & 0xFF
-            elif kind == 3:
+            elif filt == 3:
                 line[i] = (line[i] + (a + b) // 2) & 0xFF
-            elif kind == 4:
+            elif filt == 4:
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
