@@ -50,13 +50,16 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 or value == int(value) else f"{value:.2g}"
 
 
-def nice_ticks(top: float, count: int = 5) -> list[float]:
-    """Tick values from 0 to at least ``top``, at a step of 1, 2 or 5 × 10^k, about ``count`` of them."""
+def nice_ticks(top: float, count: int = 5, *, whole: bool = False) -> list[float]:
+    """Tick values from 0 to at least ``top``, at a step of 1, 2 or 5 × 10^k, about ``count`` of them; a step of
+    at least 1 when the values are ``whole`` counts."""
     if top <= 0:
         return [0.0, 1.0]
     raw = top / count
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    if whole:
+        step = max(step, 1)
     return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
 
 
@@ -65,7 +68,7 @@ def hbar_chart(
 ) -> dict[str, Any]:
     """Grouped horizontal bars: ``rows`` of (label, bars, marker value or None)."""
     top = max([v for _, bars, _ in rows for _, v, _ in bars] + [m for _, _, m in rows if m is not None] + [0.0])
-    ticks = nice_ticks(top)
+    ticks = nice_ticks(top, whole=all(float(v).is_integer() for _, bars, _ in rows for _, v, _ in bars))
     span = WIDTH - LEFT - 60
 
     def x(value: float) -> float:
@@ -119,7 +122,11 @@ def xy_chart(
     xs = [p[1] for p in points] + [x for _, pts, _ in lines for x, _ in pts]
     ys = [p[2] for p in points] + [y for _, pts, _ in lines for _, y in pts]
     xt = [i / 5 for i in range(6)] if x_percent else nice_ticks(max(xs, default=0.0) * (1.08 if points else 1))
-    yt = [i / 5 for i in range(6)] if y_percent else nice_ticks(max(ys, default=0.0))
+    yt = (
+        [i / 5 for i in range(6)]
+        if y_percent
+        else nice_ticks(max(ys, default=0.0), whole=all(y.is_integer() for y in ys))
+    )
 
     def px(value: float) -> float:
         return round(left + (right - left) * value / xt[-1], 1)
