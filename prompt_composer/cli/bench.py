@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
 from ..errors import InputFileError
+from ..shared.progress import Progress
 from ._common import positive_int, registry_of
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 from .reports import bench_html
@@ -108,7 +109,8 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(sdk, str):
         print(f"error: {sdk} (a server on this machine needs none)", file=sys.stderr)
         return 2
-    with sdk.client:
+    # A bar on a terminal; off one, a line a finished task (as before the bar).
+    with sdk.client, Progress("bench", len(tasks) * len(variants), sys.stderr) as progress:
         report = run_bench(
             sdk.client,
             registry,
@@ -119,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
             max_iterations=args.max_iterations,
             max_tokens=args.max_tokens,
             extra_body={"temperature": args.temperature},
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=progress.step,
             context_tokens=args.context,
         )
     if args.format == "json":

@@ -14,6 +14,7 @@ from ..discovery.evaluate import evaluate, load_queries
 from ..discovery.results import SearchStrategy
 from ..discovery.search import ToolSearch
 from ..discovery.tools import render_search_result
+from ..shared.progress import Progress
 from ._common import add_learn_from, positive_int, registry_of, search_for
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
@@ -122,10 +123,15 @@ def _eval(args: argparse.Namespace) -> int:
         _warn([search.unavailable_warning()])
         strategy = "keyword"
 
-    def rank(query: str) -> list[str]:
-        return search.rank(query, mode, strategy)[0][:10]
+    # A bar on a terminal, nothing off one: a CI log gets the report only.
+    with Progress("eval", len(queries), sys.stderr) as progress:
 
-    report = evaluate(queries, rank, allows=mode.allows, strategy=strategy)
+        def rank(query: str) -> list[str]:
+            ranked = search.rank(query, mode, strategy)[0][:10]
+            progress.advance()
+            return ranked
+
+        report = evaluate(queries, rank, allows=mode.allows, strategy=strategy)
     _warn(report.warnings)
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
