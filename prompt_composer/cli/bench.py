@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, cast
 
 from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
+from ..errors import InputFileError
+from ..shared.progress import Progress
 from ._common import add_mode_option, positive_int, registry_of
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
+from .reports import bench_html
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
 
@@ -24,9 +28,9 @@ def register(sub: Any) -> None:
         "fetches, errors and time to first token (--format json adds every task's outcome). Exit 1 when every "
         "task of a variant failed (a server that is down, a wrong key or model name).",
     )
-    p.add_argument("--tasks", required=True, metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
+    p.add_argument("--tasks", metavar="FILE", help="JSONL tasks: id, task, expect, args, workspace")
     add_mode_option(p, "the mode to run the tasks in")
-    p.add_argument("--base-url", required=True, help="the model server (e.g. `prompt-composer model serve`'s URL)")
+    p.add_argument("--base-url", help="the model server (e.g. `prompt-composer model serve`'s URL)")
     p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
     p.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: local; a hosted API needs a real one)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated (default: {','.join(VARIANTS)})")
@@ -40,11 +44,52 @@ def register(sub: Any) -> None:
         metavar="TOKENS",
         help=f"the model's context, which auto sizes its tiers to (default: {DEFAULT_CONTEXT_TOKENS})",
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "html"),
+        default="table",
+        help="html: one self-contained page, accuracy against tokens a request, one point a variant",
+    )
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        default=None,
+        help="report on a saved `bench --format json` output instead of running (no --tasks, --mode, --base-url)",
+    )
     p.set_defaults(handler=cmd_bench)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.results is not None:
+        return _report(args.results, args.format)
+    missing = [flag for flag, value in (("--tasks", args.tasks), ("--mode", args.mode), ("--base-url", args.base_url))
+               if value is None]  # fmt: skip
+    if missing:
+        print(f"error: bench needs {', '.join(missing)} (or --results FILE to report on a saved run)", file=sys.stderr)
+        return 2
+    return _run(args)
+
+
+def _report(path: str, fmt: str) -> int:
+    if fmt != "html":
+        print("error: --results makes a report: add --format html", file=sys.stderr)
+        return 2
+    print(bench_html(_read_results(path), path))
+    return 0
+
+
+def _read_results(path: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"{path}: cannot read: {exc}", path=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}:{exc.lineno}: not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -58,7 +103,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if isinstance(sdk, str):
         print(f"error: {sdk} (a server on this machine needs none)", file=sys.stderr)
         return 2
-    with sdk.client:
+    # A bar on a terminal; off one, a line a finished task (as before the bar).
+    with sdk.client, Progress("bench", len(tasks) * len(variants), sys.stderr) as progress:
         report = run_bench(
             sdk.client,
             registry,
@@ -69,11 +115,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
             max_iterations=args.max_iterations,
             max_tokens=args.max_tokens,
             extra_body={"temperature": args.temperature},
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=progress.step,
             context_tokens=args.context,
         )
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))
+    elif args.format == "html":
+        print(bench_html(report.as_dict(), f"{args.tasks} in mode {args.mode}"))
     else:
         print(render_table(report))
     failed = [name for name, r in report.variants.items() if r.tasks and r.errors == r.tasks]

@@ -14,9 +14,22 @@ from ..discovery.evaluate import evaluate, load_queries
 from ..discovery.results import SearchStrategy
 from ..discovery.search import ToolSearch
 from ..discovery.tools import render_search_result
+from ..shared.progress import Progress
 from ._common import add_learn_from, add_mode_option, positive_int, registry_of, search_for
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
+GATE_RECALL_K = 5  # --min-recall gates recall@5: the results a tool_search answer shows by default
+
+
+def unit_interval(text: str) -> float:
+    """An argparse type for a threshold between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
 
 
 def register(sub: Any) -> None:
@@ -38,6 +51,16 @@ def register(sub: Any) -> None:
         "--strategy", choices=_SEARCH_STRATEGIES, default=None, help="default: hybrid with embeddings, else keyword"
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--min-recall",
+        type=unit_interval,
+        default=None,
+        metavar="R",
+        help="exit 1 when recall@5 is below R (0 to 1): a CI gate on search quality",
+    )
+    p.add_argument(
+        "--min-mrr", type=unit_interval, default=None, metavar="M", help="exit 1 when the MRR is below M (0 to 1)"
+    )
     add_learn_from(p)
     p.set_defaults(handler=cmd_eval)
 
@@ -94,13 +117,33 @@ def _eval(args: argparse.Namespace) -> int:
         _warn([search.unavailable_warning()])
         strategy = "keyword"
 
-    def rank(query: str) -> list[str]:
-        return search.rank(query, mode, strategy)[0][:10]
+    # A bar on a terminal, nothing off one: a CI log gets the report only.
+    with Progress("eval", len(queries), sys.stderr) as progress:
 
-    report = evaluate(queries, rank, allows=mode.allows, strategy=strategy)
+        def rank(query: str) -> list[str]:
+            ranked = search.rank(query, mode, strategy)[0][:10]
+            progress.advance()
+            return ranked
+
+        report = evaluate(queries, rank, allows=mode.allows, strategy=strategy)
     _warn(report.warnings)
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
         print(report.to_table())
-    return 0
+    return _gate(report.recall[GATE_RECALL_K], report.mrr, args.min_recall, args.min_mrr)
+
+
+def _gate(recall: float, mrr: float, min_recall: float | None, min_mrr: float | None) -> int:
+    """1 (on stderr, each reason) when a metric is below its threshold, else 0."""
+    failed = [
+        f"{name} {value:.3f} is below --min-{flag} {floor}"
+        for name, flag, value, floor in (
+            (f"recall@{GATE_RECALL_K}", "recall", recall, min_recall),
+            ("mrr", "mrr", mrr, min_mrr),
+        )
+        if floor is not None and value < floor
+    ]
+    for reason in failed:
+        print(f"error: {reason}", file=sys.stderr)
+    return 1 if failed else 0

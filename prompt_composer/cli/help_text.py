@@ -73,8 +73,10 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
         "--check fails the run for a CI gate; --security runs the tool-poisoning lint instead.",
         [
             "prompt-composer audit",
-            "prompt-composer audit --check --format markdown",
-            "prompt-composer audit --security --fail-on medium",
+            "prompt-composer audit --check   # a CI gate: a budget breach or a mode saving nothing",
+            "prompt-composer audit --security --format sarif > lint.sarif   # for GitHub code scanning",
+            "prompt-composer audit --security --format github   # annotations in a GitHub Actions log",
+            "prompt-composer audit --format html > audit.html   # charts per mode and tool, opens offline",
         ],
     ),
     "import": (
@@ -118,7 +120,10 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "bench": (
         "A/B the prompt variants (static, composed, native, discovery, auto, oracle) on tasks through the tool "
         "loop and a real model: first-tool accuracy and tokens per request.",
-        ["prompt-composer bench --tasks tasks.jsonl --mode code --base-url http://127.0.0.1:8080"],
+        [
+            "prompt-composer bench --tasks tasks.jsonl --mode code --base-url http://127.0.0.1:8080 --format json",
+            "prompt-composer bench --results bench.json --format html > bench.html",
+        ],
     ),
     "search": (
         "Search a mode's tools as the tool_search tool does, and print the ranked names; exit 1 when nothing matches.",
@@ -126,7 +131,10 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     ),
     "eval": (
         "Measure tool search on a JSONL query file ({query, tools}): recall@k, hit@k and MRR.",
-        ["prompt-composer eval --queries queries.jsonl --mode code"],
+        [
+            "prompt-composer eval --queries queries.jsonl --mode code",
+            "prompt-composer eval --mode code --queries queries.jsonl --min-recall 0.9 --min-mrr 0.8   # a CI gate",
+        ],
     ),
     "serve": (
         "Serve a mode to any MCP client (stdio or HTTP): briefs and full tools as composed, "
@@ -157,7 +165,11 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
         "Count, per tool, uses, first uses, fetches, refusals and errors, and per mode, requests, tokens, cache "
         "hit rate, unused permanent tools and most used brief tools; from event logs (run --log, serve --log; "
         "default: the event-log setting) or SWE-agent traces.",
-        ["prompt-composer stats ev.jsonl", "prompt-composer stats --traces traces.jsonl --mode code --format json"],
+        [
+            "prompt-composer stats ev.jsonl",
+            "prompt-composer stats ev.jsonl --format html > stats.html",
+            "prompt-composer stats --traces traces.jsonl --mode code --format json",
+        ],
     ),
     "tune": (
         "Propose a mode's permanent tools and recent_size from real tool-use sequences: fitted on one part by "

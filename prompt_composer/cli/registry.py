@@ -8,15 +8,20 @@ import sys
 from typing import Any
 
 from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_native_tools, tools_for
-from ..core.audit import run_audit
+from ..core.audit import ModeAudit, run_audit
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
 from ..errors import LoadError, UnknownToolError
+from ..safety.ci_formats import to_github, to_sarif_json
 from ..safety.lint import scan_registry
 from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
 from . import json_out
 from ._common import add_mode_option, registry_of
+from .reports import audit_html
+
+AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
+_SECURITY_ONLY_FORMATS = ("sarif", "github")  # formats of findings at a file and line: the lint's
 
 
 def register(sub: Any) -> None:
@@ -55,13 +60,23 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_fetch)
 
     p = sub.add_parser(
-        "audit", help="token counts per mode and tool against the budgets; --security: the tool-poisoning lint"
+        "audit",
+        help="token counts per mode and tool against the budgets; --security: the tool-poisoning lint",
+        description="Token counts per mode (baseline, composed, worst case against the budget) and per tool (brief "
+        "and full). With --security, the tool-poisoning lint of every tool doc instead.",
     )
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument(
+        "--format",
+        choices=AUDIT_FORMATS,
+        default="table",
+        help="table, json, markdown or html (one self-contained page with charts; not with --security); sarif "
+        "(SARIF 2.1.0, for GitHub code scanning) and github (workflow annotations) with --security",
+    )
     p.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 if any mode's worst case is over its budget, or a text it shows names a tool it does not allow",
+        help="exit 1 if any mode's worst case is over its budget, its composed prompt is not smaller than its "
+        "baseline, or a text it shows names a tool it does not allow",
     )
     p.add_argument(
         "--security",
@@ -177,21 +192,33 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.security:
         return cmd_audit_security(args)
-    report = run_audit(Composer(registry_of(args)))
+    if args.format in _SECURITY_ONLY_FORMATS:
+        print(f"error: --format {args.format} is for the lint's findings: add --security", file=sys.stderr)
+        return 2
+    registry = registry_of(args)
+    report = run_audit(Composer(registry))
     if args.format == "json":
         print(report.to_json())
+    elif args.format == "html":
+        print(audit_html(report, registry, {m.mode: m.status for m in report.modes}))
     elif args.format == "markdown":
         print(report.to_markdown())
     else:
         print(report.to_table())
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.check and (report.over_budget or report.unclean):
+    for m in report.not_saving:
+        # Without --check a warning; with it, an error below.
+        if not args.check:
+            print(f"warning: {_not_saving(m)}", file=sys.stderr)
+    if args.check and (report.over_budget or report.unclean or report.not_saving):
         for m in report.over_budget:
             print(
                 f"error: mode {m.mode!r} worst case {m.worst_tokens} tokens is over its budget {m.budget_tokens}",
                 file=sys.stderr,
             )
+        for m in report.not_saving:
+            print(f"error: {_not_saving(m)}", file=sys.stderr)
         for m in report.unclean:
             print(
                 f"error: mode {m.mode!r} shows text naming tools it does not allow (the warnings say where)",
@@ -201,12 +228,28 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _not_saving(m: ModeAudit) -> str:
+    return (
+        f"mode {m.mode!r} composed prompt {m.composed_tokens} tokens is not smaller than its baseline "
+        f"{m.baseline_tokens} (saving {m.saving:.0%}): send its tools in full, or hold fewer permanent"
+    )
+
+
 def cmd_audit_security(args: argparse.Namespace) -> int:
     """``audit --security``: every finding of the tool-poisoning lint as ``path:line: severity [rule] tool field:
     excerpt``; exit 1 when one is at ``--fail-on`` or above, 0 otherwise."""
+    if args.format == "html":
+        print("error: --format html is for the token audit; the lint writes table, json, markdown, sarif or github",
+              file=sys.stderr)  # fmt: skip
+        return 2
     report = scan_registry(registry_of(args))
     if args.format == "json":
         print(report.to_json(args.fail_on))
+    elif args.format == "sarif":
+        print(to_sarif_json(report))
+    elif args.format == "github":
+        for line in to_github(report, args.fail_on):
+            print(line)
     elif args.format == "markdown":
         print(report.to_markdown(args.fail_on))
     else:

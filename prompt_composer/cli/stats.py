@@ -13,6 +13,7 @@ from ..learn.stats import DEFAULT_TOP, compute_stats, trace_events
 from ..learn.traces import load_traces
 from ._common import positive_int, registry_of
 from .project import settings_of
+from .reports import stats_html
 
 DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks
 
@@ -51,7 +52,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--top", type=positive_int, default=DEFAULT_TOP, help=f"brief tools listed per mode (default {DEFAULT_TOP})"
     )
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "markdown", "html"),
+        default="table",
+        help="html: one self-contained page with charts (tool use, preselection, fetches and cache reads over time)",
+    )
     p.set_defaults(handler=cmd_stats)
 
 
@@ -63,9 +69,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
             return 2
         mode = registry.mode(args.mode or DEFAULT_TRACE_MODE).slug  # an unknown mode exits 2
         tasks = load_traces(args.traces)
-        report = compute_stats(
-            trace_events(tasks, registry, mode), registry, source=f"{args.traces} in mode {mode}", top=args.top
-        )
+        events = trace_events(tasks, registry, mode)
+        report = compute_stats(events, registry, source=f"{args.traces} in mode {mode}", top=args.top)
         empty = sum(1 for task in tasks if not task.tools)
         report.notes.insert(
             0,
@@ -86,6 +91,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         report = compute_stats(events, registry, source=", ".join(logs), top=args.top, skipped_lines=skipped)
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    elif args.format == "html":
+        print(stats_html(report, events))
     else:
         print(report.render(markdown=args.format == "markdown"))
     return 0

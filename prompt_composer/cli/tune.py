@@ -18,6 +18,7 @@ from ..learn.replay import ReplayParams
 from ..learn.traces import load_traces
 from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, tune_mode
 from ..shared.files import read_text
+from ..shared.progress import Progress
 from ._common import add_mode_option, registry_of
 
 
@@ -83,9 +84,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         where = f"in mode {args.mode!r} " if args.log else ""
         raise InputFileError(f"{source}: no tool calls {where}to tune on")
     params = ReplayParams(cost_model=COST_MODELS[args.provider])
-    result = tune_mode(
-        registry, args.mode, tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, params=params
-    )
+    # Each fitting round beside a bar on a terminal; nothing off one.
+    with Progress("tune", None, sys.stderr) as progress:
+        result = tune_mode(
+            registry,
+            args.mode,
+            tasks,
+            heldout_fraction=args.heldout_fraction,
+            seed=args.seed,
+            params=params,
+            progress=lambda note: progress.advance(note=note),
+        )
     note = ""
     diff = ""
     if args.write_overlay and not result.already_best:

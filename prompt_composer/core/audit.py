@@ -42,6 +42,18 @@ class ModeAudit:
     def within_budget(self) -> bool:
         return self.worst_tokens <= self.budget_tokens
 
+    @property
+    def saves(self) -> bool:
+        """Whether composing pays: the empty-FIFO prompt is smaller than the baseline. A mode of a few tools, all
+        permanent or with briefs as long as their full texts, can cost more than sending everything in full."""
+        return self.composed_tokens < self.baseline_tokens
+
+    @property
+    def status(self) -> str:
+        """``ok``, or what is wrong: ``OVER`` (budget), ``NO SAVING`` (see :attr:`saves`), or both."""
+        problems = [text for text, bad in (("OVER", not self.within_budget), ("NO SAVING", not self.saves)) if bad]
+        return ", ".join(problems) or "ok"
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["worst_recent"] = list(self.worst_recent)
@@ -49,6 +61,7 @@ class ModeAudit:
         data["tiers"] = dict(self.tiers) if self.tiers else None
         data["saving"] = round(self.saving, 4)
         data["within_budget"] = self.within_budget
+        data["saves"] = self.saves
         return data
 
 
@@ -75,6 +88,11 @@ class AuditReport:
     @property
     def over_budget(self) -> tuple[ModeAudit, ...]:
         return tuple(m for m in self.modes if not m.within_budget)
+
+    @property
+    def not_saving(self) -> tuple[ModeAudit, ...]:
+        """The modes whose composed prompt is not smaller than their baseline (see :attr:`ModeAudit.saves`)."""
+        return tuple(m for m in self.modes if not m.saves)
 
     @property
     def unclean(self) -> tuple[ModeAudit, ...]:
@@ -195,7 +213,7 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
             f"{m.saving:.0%}",
             str(m.worst_tokens),
             str(m.budget_tokens),
-            "ok" if m.within_budget else "OVER",
+            m.status,
         ]
         for m in report.modes
     ]
