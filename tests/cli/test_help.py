@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shlex
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def _example_commands() -> list[tuple[str, list[str]]]:
     for name, parser in [("(top)", PARSER), *ALL]:
         for line in (parser.epilog or "").splitlines()[1:]:
             for part in line.split("#", 1)[0].split("&&"):
-                words = shlex.split(part.split(">>", 1)[0])
+                words = shlex.split(re.split(r"\s[12]?>>?\s", part, maxsplit=1)[0])
                 if words and "--help" not in words:
                     assert words[0] == "prompt-composer", line
                     found.append((name, words[1:]))
