@@ -213,6 +213,8 @@ async def framed_stdio() -> AsyncIterator[tuple[Any, Any]]:
         os.dup2(wire_out, 1)
 
 
+# The most of an over-limit HTTP body read (and dropped) before it is answered.
+_MAX_DRAINED = 8 * MAX_MESSAGE_BYTES
 # How long requests still in flight are waited for once the client closed stdin.
 DRAIN_SECONDS = 10.0
 # Requests whose answer is a stream that lasts as long as the connection: never waited for.
@@ -309,20 +311,24 @@ class FramedHTTP:
             await self.app(scope, receive, send)
             return
         body = bytearray()
-        size = 0
-        declared = dict(scope.get("headers") or ()).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES:
-            size = int(declared)
-        while not size:
+        head = b""  # the start of a body over the limit (where its id is)
+        size = 0  # a body over the limit: its size, read and dropped as it arrives
+        while True:
             message = await receive()
             if message["type"] != "http.request":
                 return  # the client went away
-            body += message.get("body", b"")
-            if len(body) > MAX_MESSAGE_BYTES:
-                size = len(body)
-            elif not message.get("more_body", False):
+            chunk = message.get("body", b"")
+            if size:
+                size += len(chunk)
+            elif len(body) + len(chunk) > MAX_MESSAGE_BYTES:
+                head, size, body = bytes((body + chunk[:1024])[:1024]), len(body) + len(chunk), bytearray()
+            else:
+                body += chunk
+            # Read to the end (an answer before it would reset the connection under the client's upload), up to a
+            # point: past _MAX_DRAINED the answer goes at once and the connection closes.
+            if not message.get("more_body", False) or size > _MAX_DRAINED:
                 break
-        checked = too_large(size, bytes(body[:1024])) if size else check_message(bytes(body))
+        checked = too_large(size, head) if size else check_message(bytes(body))
         if isinstance(checked, Rejection):
             rejection = checked
             from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS

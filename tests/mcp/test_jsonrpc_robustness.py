@@ -96,7 +96,9 @@ def malformed(era: str) -> list[tuple[str, bytes, int, int | None, str]]:
         ),
         (
             "unknown method",
-            json.dumps({"jsonrpc": "2.0", "id": 15, "method": "no/such", "params": {"_meta": json.loads(meta)}}).encode(),
+            json.dumps({"jsonrpc": "2.0", "id": 15, "method": "no/such", "params": {"_meta": ENVELOPE}}).encode()
+            if era == MODERN
+            else b'{"jsonrpc":"2.0","id":15,"method":"no/such"}',
             -32601,
             15,
             "",
@@ -301,15 +303,18 @@ def http(request: pytest.FixtureRequest, http_url: str) -> tuple[str, str, dict[
     return http_url, era, common
 
 
-def method_headers(era: str, method: str) -> dict[str, str]:
-    return {"Mcp-Method": method} if era == MODERN else {}
+def method_headers(era: str, method: str, name: str | None = None) -> dict[str, str]:
+    """The routing headers a 2026-07-28 request carries (its method, and a called tool's name)."""
+    if era != MODERN:
+        return {}
+    return {"Mcp-Method": method, **({"Mcp-Name": name} if name is not None else {})}
 
 
 def test_http_every_malformed_body_is_answered_and_the_next_request_too(http: tuple[str, str, dict[str, str]]) -> None:
     url, era, common = http
     for number, (case, raw, code, ident, phrase) in enumerate(malformed(era)):
         method = "no/such" if code == -32601 else "tools/call"
-        status, reply, size, _ = post(url, raw, {**common, **method_headers(era, method)})
+        status, reply, size, _ = post(url, raw, {**common, **method_headers(era, method, "read_file")})
         assert reply is not None, case
         assert reply.get("id") == ident, (case, reply)
         assert reply["error"]["code"] == code, (case, reply)
@@ -325,16 +330,15 @@ def test_http_every_malformed_body_is_answered_and_the_next_request_too(http: tu
 
 def test_http_a_5_mb_name_or_query_gets_a_short_answer(http: tuple[str, str, dict[str, str]]) -> None:
     url, era, common = http
-    headers = {**common, **method_headers(era, "tools/call")}
     name = "x" * BIG
     body = json.dumps(call(20, {"name": "fetch_tool_description", "arguments": {"name": name}}, era)).encode()
-    status, reply, size, _ = post(url, body, headers)
+    status, reply, size, _ = post(url, body, {**common, **method_headers(era, "tools/call", "fetch_tool_description")})
     assert status == 200 and reply is not None and reply["result"]["isError"] is True
     assert f"(cut: {BIG:,} characters in all)" in reply["result"]["content"][0]["text"]
     assert size < REPLY_BOUND
     query = " ".join(["where is the config file read"] * (BIG // 30))
     body = json.dumps(call(21, {"name": "tool_search", "arguments": {"query": query}}, era)).encode()
-    status, reply, size, _ = post(url, body, headers)
+    status, reply, size, _ = post(url, body, {**common, **method_headers(era, "tools/call", "tool_search")})
     assert status == 200 and reply is not None
     assert f"Your query was {len(query):,} characters long" in reply["result"]["content"][0]["text"]
     assert size < 64_000
