@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.access import not_in_mode
+from ..core.bounds import cap_query
 from ..core.builtins import CALL_TOOL_NAME, DEFAULT_LIMIT, FETCH_TOOL_NAME, MAX_LIMIT, TOOL_SEARCH_NAME
 from ..core.modes import Mode
 from ..core.schema import validate_arguments
@@ -110,7 +111,9 @@ def handle_tool_search(
     if isinstance(raw_limit, bool) or not isinstance(raw_limit, int) or raw_limit < 1:
         return SearchToolResult(f"Error: limit must be a whole number from 1 to {MAX_LIMIT}.", is_error=True)
     limit = min(raw_limit, MAX_LIMIT)
-    result = search.search(query.strip(), mode, limit=limit, strategy=strategy)
+    # Cut before searching: the time a search takes and what its answer echoes are bounded by the cut.
+    query, cut = cap_query(query.strip())
+    result = search.search(query, mode, limit=limit, strategy=strategy)
     activated: tuple[str, ...] = ()
     refused: list[str] = []
     if session is not None and result.hits:
@@ -123,6 +126,8 @@ def handle_tool_search(
     content = render_search_result(result, search.registry, not_activated=refused)
     if raw_limit > MAX_LIMIT:
         content += f"\n(limit {raw_limit} was lowered to the maximum, {MAX_LIMIT}.)"
+    if cut is not None:
+        content += f"\n{cut}"
     return SearchToolResult(content, is_error=False, activated=activated, result=result)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.bounds import MAX_SCHEMA_DEPTH, json_depth
 from ..errors import ImporterError, InputFileError
 from ..shared.files import read_text
 
@@ -25,9 +26,6 @@ MAX_DESCRIPTION_CHARS = 64_000
 # The largest input schema taken (as compact JSON; real ones are a few kilobytes): the schema is kept verbatim, so
 # a larger one is refused, naming the tool, rather than drafted, scanned and written for minutes.
 MAX_SCHEMA_BYTES = 1024 * 1024
-# The deepest input schema taken, in nested objects and arrays (the deepest real one measured has 10): deeper
-# nesting would exhaust the recursion of every step that walks a schema (validation, YAML, the lint).
-MAX_SCHEMA_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ def _schema(value: Any, where: str) -> dict[str, Any]:
     if schema.get("type") != "object":
         raise ImporterError(f"{where}: the input schema must have type 'object' (got {schema.get('type')!r})")
     schema.setdefault("properties", {})
-    if _depth(schema) > MAX_SCHEMA_DEPTH:
+    if json_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
         raise ImporterError(f"{where}: the input schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
     size = len(json.dumps(schema, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     if size > MAX_SCHEMA_BYTES:
@@ -122,20 +120,6 @@ def _schema(value: Any, where: str) -> dict[str, Any]:
             f"{where}: the input schema is {size:,} bytes as JSON, over the limit of {MAX_SCHEMA_BYTES:,}"
         )
     return schema
-
-
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests objects and arrays (walked without recursion, so any depth is measured)."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            if depth <= MAX_SCHEMA_DEPTH:  # past the limit the answer is known: stop descending
-                stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def _text(value: Any, where: str, key: str) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.bounds import MAX_ECHOED_NAME, cut_note
 from ..core.builtins import CALL_TOOL_NAME, FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.fetch import fetch_tool_doc
 from ..core.loading import answer_fetch, check_unseen
@@ -230,6 +231,9 @@ class Answers:
     # -- the event log (see prompt_composer.learn.events) ----------------------------------------------
 
     def _emit(self, version: Version, client: _Client, kind: str, /, **fields: Any) -> None:
+        tool = fields.get("tool")
+        if isinstance(tool, str) and len(tool) > MAX_ECHOED_NAME:  # a name the model made up can be megabytes
+            fields["tool"] = tool[:MAX_ECHOED_NAME] + cut_note(len(tool))
         if self.events is not None:
             self.events.emit(
                 kind,

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .replies import ReadableReplies
+
 _MAX_PAGES = 1000  # tools/list pages followed, so a server that never stops paging cannot hold the import
 
 
@@ -81,11 +83,12 @@ async def open_client(spec: ServerSpec, *, errlog: TextIO | None = None) -> Asyn
                 target = spec.url
         else:
             assert spec.command is not None
-            target = StdioServerParameters(
+            params = StdioServerParameters(
                 command=spec.command, args=list(spec.args), env={**os.environ, **spec.env}, cwd=spec.cwd
             )
-            if errlog is not None:
-                target = stdio_client(target, errlog=errlog)
+            # A reply the SDK cannot parse fails its request at once, rather than leaving it to time out.
+            transport = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
+            target = ReadableReplies(transport)
         client = await stack.enter_async_context(Client(target, cache=None))
         yield client
 

@@ -37,6 +37,7 @@ from ..errors import UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
 from .answers import Answers, _Client
+from .framing import MAX_MESSAGE_BYTES, FramedHTTP, framed_stdio
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
 from .upstreams import Upstreams
@@ -234,10 +235,9 @@ async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:
     ``initialize`` handshake or a 2026-07-28 request). ``watch``: follow the live registry (see
     :meth:`Gateway.follow`)."""
     import anyio
-    from mcp.server.stdio import stdio_server
 
     server = gateway.server
-    async with stdio_server() as (read, write), anyio.create_task_group() as group:
+    async with framed_stdio() as (read, write), anyio.create_task_group() as group:
         if watch is not None:
             group.start_soon(gateway.follow, watch)
         await server.run(read, write, server.create_initialization_options())
@@ -252,7 +252,8 @@ async def serve_http(
     import anyio
     import uvicorn
 
-    app = gateway.server.streamable_http_app(host=host)
+    app = gateway.server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
+    app = FramedHTTP(app)  # every POSTed message checked first: see framing
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
 
     async def announce() -> None:
