@@ -160,9 +160,14 @@ class Case:
 Poisoned = Case  # the name the tests knew
 
 
+# Folders of rounds written after a freeze: blind ones were never tuned on; round 3 was written before its
+# tuning (issue 34) and then tuned on, its held-out half scored once after the tuning.
+ROUND_FOLDERS = {"blind": "blind-2", "round3": "round-3", "round3-heldout": "blind-3"}
+
+
 def _round_of(path: Path, folder: Path) -> str:
-    if path.parent.name == "blind":
-        return "blind-2"
+    if path.parent.name in ROUND_FOLDERS:
+        return ROUND_FOLDERS[path.parent.name]
     return "blind-1" if path.name == "blind.json" else KNOWN
 
 
@@ -183,7 +188,10 @@ def corpus_cases(folder: Path = POISON) -> list[Case]:
     """Every labelled case: each tool of ``tools/*.json`` and ``blind/*.json`` imported as ``import json`` would,
     and the hand-written (poisoned) docs of ``docs/`` as they are."""
     out: list[Case] = []
-    for path in [*sorted((folder / "tools").glob("*.json")), *sorted((folder / "blind").glob("*.json"))]:
+    paths = sorted((folder / "tools").glob("*.json"))
+    for name in ROUND_FOLDERS:
+        paths += sorted((folder / name).glob("*.json"))
+    for path in paths:
         out += _json_cases(path, folder)
     docs_dir = folder / "docs"
     if docs_dir.is_dir():
@@ -273,7 +281,7 @@ class Measurement:
 
     def _in(self, name: str, round_: str | None) -> bool:
         got = self.rounds.get(name, KNOWN)
-        return round_ is None or got == round_ or (round_ == "blind" and got != KNOWN)
+        return round_ is None or got == round_ or (round_ == "blind" and got.startswith("blind"))
 
     def poisoned_total(self, round_: str | None = None) -> Counts:
         """All poisoned docs of ``round_`` ("known", "blind" for every blind round, "blind-2" …; None: all)."""
@@ -286,7 +294,7 @@ class Measurement:
             c
             for name, c in self.clean.items()
             if self._in(name, round_)
-            and (cases or not name.startswith(("cases/", "blind")))
+            and (cases or not name.startswith(("cases/", "blind", "round-")))
             and (community or not _community(name))
         )
 
@@ -372,7 +380,8 @@ def _print_summary(m: Measurement) -> None:
     print("|---|---:|---:|---:|")
     rows = [("known (tuned on)", m.poisoned_total(KNOWN), m.clean_total(KNOWN))]
     rows += [
-        (f"{r} (blind, never tuned on)", m.poisoned_total(r), m.clean_total(r))
+        (f"{r} ({'blind, never tuned on' if r.startswith('blind') else 'written before tuning, then tuned on'})",
+         m.poisoned_total(r), m.clean_total(r))
         for r in sorted({r for r in m.rounds.values() if r != KNOWN})
     ]
     for label, p, c in rows:
