@@ -25,14 +25,18 @@ _SCHEMA_VALUE_KEYS = ("enum", "examples", "example", "default", "const")
 _SCHEMA_SKIP_KEYS = frozenset({"$schema", "$id", "$ref", "pattern", "format", "type", "required"})
 _MAX_DEPTH = 32
 
-# A parameter that says what it holds is a key or credential file: a secret file as its default is what it is for.
+# A parameter that says what it holds is a key, credential or dotenv file: a secret file as its default is what it is
+# for (a dotenv loader's `path` defaulting to `.env` reads it; that is its job).
 _SECRET_PARAM_NAME = re.compile(
-    r"(?:^|[_\-.])(?:identity|keyfile|key_?file|key_?path|private_?key|ssh_?key|cert|certificate|pem|credentials?)"
+    r"(?:^|[_\-.])(?:identity|keyfile|key_?file|key_?path|private_?key|ssh_?key|cert|certificate|pem|credentials?"
+    r"|dotenv|env_?file)"
     r"(?:$|[_\-.])",
     re.IGNORECASE,
 )
 _SECRET_PARAM_TEXT = re.compile(
-    r"\b(?:private\s+key|identity\s+file|key\s+file|ssh\s+key|certificate|credentials?\s+file)\b", re.IGNORECASE
+    r"(?:\b(?:private\s+key|identity\s+file|key\s+file|ssh\s+key|certificate|credentials?\s+file|dotenv"
+    r"|env(?:ironment)?\s+file)|\.env\s+file)\b",
+    re.IGNORECASE,
 )
 
 

@@ -186,9 +186,11 @@ def scan(
         note = f"{len(text)} characters, over {limit}"
         add(loc, kind, text, rule_match("oversized", text, 0, 0, excerpt=excerpt, note=note))
 
+    own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
     for loc, kind, text in doc_texts(doc):
         value = kind in ("value", "secret-value")
-        for match in scan_text(text, siblings=siblings, example=value, holds_secret=kind == "secret-value"):
+        secret = kind == "secret-value"
+        for match in scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own):
             if kind in ("name", "key") and match.rule not in _NAME_RULES:
                 continue
             add(loc, kind, text, match)
