@@ -1,8 +1,9 @@
 """The texts of a tool doc that the model may read, each with its place in the doc (and, for a doc loaded from
 YAML, its line): the brief, full text, hint, queries, origin name, and every description and title of the input
-schema, and every string of its enum, default, const, example and examples values at any depth (an example may be
-a whole object of arguments). Property names, and the keys of example objects, are identifiers: checked for
-hidden characters only.
+schema (and any other string in it: the model is sent the whole schema), and every string of its enum, default,
+const, example and examples values at any depth (an example may be a whole object of arguments). Property names,
+and the keys of example objects, are identifiers: checked for hidden characters, and for phrases once their
+underscores and hyphens are read as spaces (``ignore_previous_instructions``).
 """
 
 from __future__ import annotations
@@ -72,10 +73,13 @@ def _values(value: Any, loc: Loc, kind: Kind, depth: int) -> Iterator[tuple[Loc,
 
 
 def schema_texts(schema: Any, loc: Loc, depth: int = 0, *, secret: bool = False) -> Iterator[tuple[Loc, Kind, str]]:
-    """(location, kind, text) of every string in a JSON schema the model may read (see :data:`Kind`)."""
+    """(location, kind, text) of every string in a JSON schema the model may read (see :data:`Kind`): the model is
+    sent the whole schema, so a string under any other key (``$comment``, ``x-…``, ``errorMessage``) is prose too."""
     if depth > _MAX_DEPTH:
         return
-    if isinstance(schema, Mapping):
+    if isinstance(schema, str):
+        yield loc, "text", schema
+    elif isinstance(schema, Mapping):
         for key, value in schema.items():
             key = str(key)
             where = (*loc, key)

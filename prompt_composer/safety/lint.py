@@ -3,9 +3,9 @@
 A tool's description reaches the model verbatim, so a hostile (or compromised) server can smuggle orders into it:
 read ``~/.ssh/id_rsa`` and pass it in a parameter, call another tool first, keep something from the user, ignore
 earlier instructions. :func:`scan` looks for that in every text of a doc that the model may read (brief, full,
-hint, queries, the origin name, and every description and title of the input schema and every string of its
-enum, default, const, example and examples values, at any depth; property names for hidden characters only; see
-:mod:`.fields`) and :func:`scan_registry` does it for a whole registry, with the ``path:line`` of each finding
+hint, queries, the origin name, and every description, title and other string of the input schema and every
+string of its enum, default, const, example and examples values, at any depth; property names for hidden
+characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole registry, with the ``path:line`` of each finding
 when the docs were loaded from YAML files.
 
 Severities are outcomes:
@@ -55,9 +55,10 @@ whose worst finding is at ``REVIEW_SEVERITY`` (medium) stays usable and is liste
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,29 @@ class Finding:
 
 
 _NAME_RULES = frozenset({"invisible-unicode", "homoglyph"})  # names are identifiers: only hidden characters count
+_IDENTIFIER_JOINS = re.compile(r"[_\-.]")
+
+
+_SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
+
+
+def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """The phrase findings of an identifier read as words (``_``, ``-`` and ``.`` as spaces; same length, so
+    positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that only
+    names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
+    one (``send_the_conversation_here``) keeps its severity."""
+    words = _IDENTIFIER_JOINS.sub(" ", text)
+    sentence = len(words.split()) >= _SENTENCE_WORDS
+    out: list[TextMatch] = []
+    for match in scan_text(words, siblings=siblings, own=own):
+        if match.rule in _NAME_RULES:
+            continue  # found on the identifier itself already
+        match = replace(match, excerpt=excerpt_of(text, match.start, match.end))
+        if not sentence and at_least(match.severity, QUARANTINE_SEVERITY):
+            note = "a parameter name of a few words: review it"
+            match = replace(match, severity=REVIEW_SEVERITY, note=note)
+        out.append(match)
+    return out
 
 
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
@@ -194,6 +218,9 @@ def scan(
             if kind in ("name", "key") and match.rule not in _NAME_RULES:
                 continue
             add(loc, kind, text, match)
+        if kind in ("name", "key"):
+            for match in _identifier_matches(text, siblings, own):
+                add(loc, kind, text, match)
         if loc == ("full",):
             if full_limit is not None and len(text) > full_limit:
                 too_long(loc, kind, text, full_limit)
