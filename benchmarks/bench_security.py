@@ -380,8 +380,11 @@ def _print_summary(m: Measurement) -> None:
     print("|---|---:|---:|---:|")
     rows = [("known (tuned on)", m.poisoned_total(KNOWN), m.clean_total(KNOWN))]
     rows += [
-        (f"{r} ({'blind, never tuned on' if r.startswith('blind') else 'written before tuning, then tuned on'})",
-         m.poisoned_total(r), m.clean_total(r))
+        (
+            f"{r} ({'blind, never tuned on' if r.startswith('blind') else 'written before tuning, then tuned on'})",
+            m.poisoned_total(r),
+            m.clean_total(r),
+        )
         for r in sorted({r for r in m.rounds.values() if r != KNOWN})
     ]
     for label, p, c in rows:

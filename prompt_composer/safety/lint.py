@@ -5,8 +5,8 @@ read ``~/.ssh/id_rsa`` and pass it in a parameter, call another tool first, keep
 earlier instructions. :func:`scan` looks for that in every text of a doc that the model may read (brief, full,
 hint, queries, the origin name, and every description, title and other string of the input schema and every
 string of its enum, default, const, example and examples values, at any depth; property names for hidden
-characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole registry, with the ``path:line`` of each finding
-when the docs were loaded from YAML files.
+characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole
+registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
 
 Severities are outcomes:
 
@@ -28,8 +28,18 @@ Severities are outcomes:
   secrets it legitimately handles (a credential scanner, a reader of ``~/.ssh/config``). Reported by ``audit
   --security`` (under "review") for a person to read; the doc is not quarantined;
 - **low: a note.** ``url`` (any other link; ``example.*`` and loopback hosts are exempt), ``model-voice`` ("the
-  assistant must …"), ``encoded-text`` (an encoded run that decodes to prose without any finding), and
-  ``tool-chaining``/``tool-shadowing`` that name a tool of the same server (its own workflow).
+  assistant must …"), ``encoded-text`` (an encoded run that decodes to prose without any finding), ``comment``
+  (an HTML comment of a word or two), ``tool-chaining``/``tool-shadowing`` that name a tool of the same server
+  (its own workflow), and any phrase finding that a ``contexts`` entry of ``rules.yaml`` shows to be a mention
+  rather than an order: "the path of the system prompt" names a file, not its text; a string quoted as data
+  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order.
+
+The line between quarantine and the rest is whether the text *asks the model to act* (against the user): an
+order about a secret quarantines, a sentence that only names one is reviewed, a quotation or a path is a note.
+A parameter that says it takes a key, credential or dotenv file may default to one (a dotenv loader's ``path``
+is ``.env``); a URL on an ``example.*`` host, or with a literal lower-case value (``?token=abc``), is an example;
+a phrase naming the tool itself by name is its own documentation; a parameter name of a few words is reviewed
+(``override_system_prompt``), one that spells a sentence is read as one.
 
 Phrases are matched on a normalised copy of the text (:func:`~prompt_composer.safety.text.normalise`: NFKC,
 invisible characters dropped, tag characters read as the ASCII they encode, Cyrillic/Greek look-alikes read as

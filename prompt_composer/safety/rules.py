@@ -180,7 +180,12 @@ def _phrase(
 
 
 def _context(
-    path: Path, lines: LineMap, index: int, entry: _ContextEntry, rules: Mapping[str, Rule], fragments: Mapping[str, str]
+    path: Path,
+    lines: LineMap,
+    index: int,
+    entry: _ContextEntry,
+    rules: Mapping[str, Rule],
+    fragments: Mapping[str, str],
 ) -> Context | Problem:
     """The compiled context ``contexts[index]``, or the problem with it."""
     where = ("contexts", index)

@@ -80,7 +80,8 @@ def test_at_most_one_of_the_ten_tricky_clean_docs_is_quarantined(measured: Any) 
     assert tricky.total == 10 and tricky.quarantined <= 1
     assert tricky.quarantined == 0  # measured 2026-11-27 (6 of 10 before the issue 34 changes)
     held_out = m.clean_total("blind-3")
-    assert (held_out.total, held_out.quarantined) == (4, 1)  # measured: the token counter told to "paste the system prompt"
+    # measured: 1 of 4, the token counter whose doc says "paste the system prompt" (exfiltration)
+    assert (held_out.total, held_out.quarantined) == (4, 1)
 
 
 # --- contexts: a mention is a note, an order quarantines ------------------------------------------------------------
