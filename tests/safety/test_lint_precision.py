@@ -63,12 +63,11 @@ def test_each_tuned_poisoned_case_is_quarantined_by_a_rule_it_expects(measured: 
 
 @pytest.mark.skipif(not (CORPORA / "github_mcp").is_dir(), reason="needs ../shared/corpora")
 def test_false_positives_on_every_real_catalog_tool_are_at_most_1_percent(measured: Any) -> None:
-    _, m = measured
-    real = {name: c for name, c in m.clean.items() if not name.startswith(("cases/", "blind", "round-", "shipped"))}
+    b, m = measured
     # Every tool of every corpus: Roo Code (its XML and native texts), GitHub, the MCP reference servers,
     # Playwright, Chrome DevTools, Notion, LiveMCPBench's 527 community tools, MetaTool's 199 plugins.
-    total = sum(c.total for c in real.values())
-    quarantined = sum(c.quarantined for c in real.values())
+    real = b.real_catalogs(m)
+    total, quarantined = real.total, real.quarantined
     assert total == 1068
     assert quarantined / total <= 0.01
     assert quarantined == 4  # measured 2026-11-27: 4 MetaTool plugins (3 tell the model to hide things, 1 oversized)
