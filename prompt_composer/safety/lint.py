@@ -162,7 +162,10 @@ def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) 
     names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
     one (``send_the_conversation_here``) keeps its severity."""
     words = _IDENTIFIER_JOINS.sub(" ", text)
-    sentence = len(words.split()) >= _SENTENCE_WORDS
+    count = len(words.split())
+    if count < 2:
+        return []  # one word is no phrase (most names: ``path``, ``query``); its hidden characters are checked apart
+    sentence = count >= _SENTENCE_WORDS
     out: list[TextMatch] = []
     for match in scan_text(words, siblings=siblings, own=own):
         if match.rule in _NAME_RULES:
