@@ -7,8 +7,10 @@ Chrome DevTools, Notion, LiveMCPBench's community servers, MetaTool's OpenAI plu
 The corpus is labelled case by case (``_label``: poisoned or clean; ``_expect``: the rules a poisoned case
 should hit). It has rounds: the *known* cases (``tools/*.json`` and ``docs/``), which the rules were tuned on, and
 blind rounds written after the rules were frozen and never tuned on: ``tools/blind.json`` (round 1, poisoned
-only) and ``blind/`` (round 2, poisoned and clean). Each round's recall and false positives are printed
-separately: a blind round is the honest estimate for wording the rules have not seen.
+only), ``blind/`` (round 2, poisoned and clean) and ``round3-heldout/`` (blind-3, issue 34); and ``round3/``
+(round-3, issue 34: new shapes and tricky clean docs, written before that round's tuning, then tuned on). Each
+round's recall and false positives are printed separately: a blind round is the honest estimate for wording the
+rules have not seen.
 
 Recall is the share of poisoned docs *quarantined* (a finding at QUARANTINE_SEVERITY, high); a false positive is
 a clean doc quarantined. Docs only sent to review (a medium finding) are counted in their own column.
@@ -160,9 +162,14 @@ class Case:
 Poisoned = Case  # the name the tests knew
 
 
+# Folders of rounds written after a freeze: blind ones were never tuned on; round 3 was written before its
+# tuning (issue 34) and then tuned on, its held-out half scored once after the tuning.
+ROUND_FOLDERS = {"blind": "blind-2", "round3": "round-3", "round3-heldout": "blind-3"}
+
+
 def _round_of(path: Path, folder: Path) -> str:
-    if path.parent.name == "blind":
-        return "blind-2"
+    if path.parent.name in ROUND_FOLDERS:
+        return ROUND_FOLDERS[path.parent.name]
     return "blind-1" if path.name == "blind.json" else KNOWN
 
 
@@ -183,7 +190,10 @@ def corpus_cases(folder: Path = POISON) -> list[Case]:
     """Every labelled case: each tool of ``tools/*.json`` and ``blind/*.json`` imported as ``import json`` would,
     and the hand-written (poisoned) docs of ``docs/`` as they are."""
     out: list[Case] = []
-    for path in [*sorted((folder / "tools").glob("*.json")), *sorted((folder / "blind").glob("*.json"))]:
+    paths = sorted((folder / "tools").glob("*.json"))
+    for name in ROUND_FOLDERS:
+        paths += sorted((folder / name).glob("*.json"))
+    for path in paths:
         out += _json_cases(path, folder)
     docs_dir = folder / "docs"
     if docs_dir.is_dir():
@@ -273,7 +283,7 @@ class Measurement:
 
     def _in(self, name: str, round_: str | None) -> bool:
         got = self.rounds.get(name, KNOWN)
-        return round_ is None or got == round_ or (round_ == "blind" and got != KNOWN)
+        return round_ is None or got == round_ or (round_ == "blind" and got.startswith("blind"))
 
     def poisoned_total(self, round_: str | None = None) -> Counts:
         """All poisoned docs of ``round_`` ("known", "blind" for every blind round, "blind-2" …; None: all)."""
@@ -286,7 +296,7 @@ class Measurement:
             c
             for name, c in self.clean.items()
             if self._in(name, round_)
-            and (cases or not name.startswith(("cases/", "blind")))
+            and (cases or not name.startswith(("cases/", "blind", "round-")))
             and (community or not _community(name))
         )
 
@@ -372,7 +382,11 @@ def _print_summary(m: Measurement) -> None:
     print("|---|---:|---:|---:|")
     rows = [("known (tuned on)", m.poisoned_total(KNOWN), m.clean_total(KNOWN))]
     rows += [
-        (f"{r} (blind, never tuned on)", m.poisoned_total(r), m.clean_total(r))
+        (
+            f"{r} ({'blind, never tuned on' if r.startswith('blind') else 'written before tuning, then tuned on'})",
+            m.poisoned_total(r),
+            m.clean_total(r),
+        )
         for r in sorted({r for r in m.rounds.values() if r != KNOWN})
     ]
     for label, p, c in rows:
@@ -387,6 +401,40 @@ def _print_summary(m: Measurement) -> None:
     )
 
 
+def real_catalogs(m: Measurement) -> Counts:
+    """Every tool of ``../shared/corpora`` (each presumed clean): the catalogs without the shipped docs and the
+    corpus's own cases."""
+    return _sum(c for name, c in m.clean.items() if not name.startswith(("cases/", "blind", "round-", "shipped")))
+
+
+def _print_new_shapes(m: Measurement) -> None:
+    """Issue 34's bounds: recall on the round 3 shapes (tuned and held out), false positives on every real catalog
+    tool and on the tricky clean docs, and precision (quarantined poisoned over everything quarantined)."""
+    tuned, held = m.poisoned_total("round-3"), m.poisoned_total("blind-3")
+    shapes = tuned + held
+    real = real_catalogs(m)
+    tricky, held_clean = m.clean_total("round-3"), m.clean_total("blind-3")
+    print("\n## New shapes (issue 34): recall, false positives, precision\n")
+    print("| measure | tuned (round-3) | held out (blind-3) | together |")
+    print("|---|---:|---:|---:|")
+    print(
+        f"| poisoned quarantined (recall) | {_ratio(tuned.quarantined, tuned.total)} | "
+        f"{_ratio(held.quarantined, held.total)} | {_ratio(shapes.quarantined, shapes.total)} |"
+    )
+    print(
+        f"| tricky clean quarantined | {_ratio(tricky.quarantined, tricky.total)} | "
+        f"{_ratio(held_clean.quarantined, held_clean.total)} | "
+        f"{_ratio(tricky.quarantined + held_clean.quarantined, tricky.total + held_clean.total)} |"
+    )
+    wrong = tricky.quarantined + held_clean.quarantined + real.quarantined
+    print(
+        f"\nEvery tool of the real corpora: {_ratio(real.quarantined, real.total)} quarantined (false positives), "
+        f"{_ratio(real.review_only, real.total)} sent to review. Precision (poisoned among everything quarantined, "
+        f"new shapes + tricky clean + real corpora): {shapes.quarantined}/{shapes.quarantined + wrong} "
+        f"({_pct(shapes.quarantined / (shapes.quarantined + wrong) if shapes.quarantined + wrong else 1.0)})."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--details", action="store_true", help="list flagged and reviewed clean docs, missed poisoned")
@@ -398,6 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = measure(corpus_cases(), clean)
     _print_sets(m)
     _print_summary(m)
+    _print_new_shapes(m)
     if args.details:
         print(f"\n## Clean docs quarantined (a finding at {QUARANTINE_SEVERITY})\n")
         for name, doc, f in m.flagged_clean:

@@ -1,8 +1,9 @@
 """The texts of a tool doc that the model may read, each with its place in the doc (and, for a doc loaded from
 YAML, its line): the brief, full text, hint, queries, origin name, and every description and title of the input
-schema, and every string of its enum, default, const, example and examples values at any depth (an example may be
-a whole object of arguments). Property names, and the keys of example objects, are identifiers: checked for
-hidden characters only.
+schema (and any other string in it: the model is sent the whole schema), and every string of its enum, default,
+const, example and examples values at any depth (an example may be a whole object of arguments). Property names,
+and the keys of example objects, are identifiers: checked for hidden characters, and for phrases once their
+underscores and hyphens are read as spaces (``ignore_previous_instructions``).
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ _SCHEMA_VALUE_KEYS = ("enum", "examples", "example", "default", "const")
 _SCHEMA_SKIP_KEYS = frozenset({"$schema", "$id", "$ref", "pattern", "format", "type", "required"})
 _MAX_DEPTH = 32
 
-# A parameter that says what it holds is a key or credential file: a secret file as its default is what it is for.
+# A parameter that says what it holds is a key, credential or dotenv file: a secret file as its default is what it is
+# for (a dotenv loader's `path` defaulting to `.env` reads it; that is its job).
 _SECRET_PARAM_NAME = re.compile(
-    r"(?:^|[_\-.])(?:identity|keyfile|key_?file|key_?path|private_?key|ssh_?key|cert|certificate|pem|credentials?)"
+    r"(?:^|[_\-.])(?:identity|keyfile|key_?file|key_?path|private_?key|ssh_?key|cert|certificate|pem|credentials?"
+    r"|dotenv|env_?file)"
     r"(?:$|[_\-.])",
     re.IGNORECASE,
 )
 _SECRET_PARAM_TEXT = re.compile(
-    r"\b(?:private\s+key|identity\s+file|key\s+file|ssh\s+key|certificate|credentials?\s+file)\b", re.IGNORECASE
+    r"(?:\b(?:private\s+key|identity\s+file|key\s+file|ssh\s+key|certificate|credentials?\s+file|dotenv"
+    r"|env(?:ironment)?\s+file)|\.env\s+file)\b",
+    re.IGNORECASE,
 )
 
 
@@ -68,10 +73,13 @@ def _values(value: Any, loc: Loc, kind: Kind, depth: int) -> Iterator[tuple[Loc,
 
 
 def schema_texts(schema: Any, loc: Loc, depth: int = 0, *, secret: bool = False) -> Iterator[tuple[Loc, Kind, str]]:
-    """(location, kind, text) of every string in a JSON schema the model may read (see :data:`Kind`)."""
+    """(location, kind, text) of every string in a JSON schema the model may read (see :data:`Kind`): the model is
+    sent the whole schema, so a string under any other key (``$comment``, ``x-…``, ``errorMessage``) is prose too."""
     if depth > _MAX_DEPTH:
         return
-    if isinstance(schema, Mapping):
+    if isinstance(schema, str):
+        yield loc, "text", schema
+    elif isinstance(schema, Mapping):
         for key, value in schema.items():
             key = str(key)
             where = (*loc, key)

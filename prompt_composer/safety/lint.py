@@ -3,10 +3,10 @@
 A tool's description reaches the model verbatim, so a hostile (or compromised) server can smuggle orders into it:
 read ``~/.ssh/id_rsa`` and pass it in a parameter, call another tool first, keep something from the user, ignore
 earlier instructions. :func:`scan` looks for that in every text of a doc that the model may read (brief, full,
-hint, queries, the origin name, and every description and title of the input schema and every string of its
-enum, default, const, example and examples values, at any depth; property names for hidden characters only; see
-:mod:`.fields`) and :func:`scan_registry` does it for a whole registry, with the ``path:line`` of each finding
-when the docs were loaded from YAML files.
+hint, queries, the origin name, and every description, title and other string of the input schema and every
+string of its enum, default, const, example and examples values, at any depth; property names for hidden
+characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole
+registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
 
 Severities are outcomes:
 
@@ -28,8 +28,18 @@ Severities are outcomes:
   secrets it legitimately handles (a credential scanner, a reader of ``~/.ssh/config``). Reported by ``audit
   --security`` (under "review") for a person to read; the doc is not quarantined;
 - **low: a note.** ``url`` (any other link; ``example.*`` and loopback hosts are exempt), ``model-voice`` ("the
-  assistant must …"), ``encoded-text`` (an encoded run that decodes to prose without any finding), and
-  ``tool-chaining``/``tool-shadowing`` that name a tool of the same server (its own workflow).
+  assistant must …"), ``encoded-text`` (an encoded run that decodes to prose without any finding), ``comment``
+  (an HTML comment of a word or two), ``tool-chaining``/``tool-shadowing`` that name a tool of the same server
+  (its own workflow), and any phrase finding that a ``contexts`` entry of ``rules.yaml`` shows to be a mention
+  rather than an order: "the path of the system prompt" names a file, not its text; a string quoted as data
+  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order.
+
+The line between quarantine and the rest is whether the text *asks the model to act* (against the user): an
+order about a secret quarantines, a sentence that only names one is reviewed, a quotation or a path is a note.
+A parameter that says it takes a key, credential or dotenv file may default to one (a dotenv loader's ``path``
+is ``.env``); a URL on an ``example.*`` host, or with a literal lower-case value (``?token=abc``), is an example;
+a phrase naming the tool itself by name is its own documentation; a parameter name of a few words is reviewed
+(``override_system_prompt``), one that spells a sentence is read as one.
 
 Phrases are matched on a normalised copy of the text (:func:`~prompt_composer.safety.text.normalise`: NFKC,
 invisible characters dropped, tag characters read as the ASCII they encode, Cyrillic/Greek look-alikes read as
@@ -55,9 +65,10 @@ whose worst finding is at ``REVIEW_SEVERITY`` (medium) stays usable and is liste
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +150,32 @@ class Finding:
 
 
 _NAME_RULES = frozenset({"invisible-unicode", "homoglyph"})  # names are identifiers: only hidden characters count
+_IDENTIFIER_JOINS = re.compile(r"[_\-.]")
+
+
+_SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
+
+
+def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """The phrase findings of an identifier read as words (``_``, ``-`` and ``.`` as spaces; same length, so
+    positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that only
+    names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
+    one (``send_the_conversation_here``) keeps its severity."""
+    words = _IDENTIFIER_JOINS.sub(" ", text)
+    count = len(words.split())
+    if count < 2:
+        return []  # one word is no phrase (most names: ``path``, ``query``); its hidden characters are checked apart
+    sentence = count >= _SENTENCE_WORDS
+    out: list[TextMatch] = []
+    for match in scan_text(words, siblings=siblings, own=own):
+        if match.rule in _NAME_RULES:
+            continue  # found on the identifier itself already
+        match = replace(match, excerpt=excerpt_of(text, match.start, match.end))
+        if not sentence and at_least(match.severity, QUARANTINE_SEVERITY):
+            note = "a parameter name of a few words: review it"
+            match = replace(match, severity=REVIEW_SEVERITY, note=note)
+        out.append(match)
+    return out
 
 
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
@@ -186,12 +223,17 @@ def scan(
         note = f"{len(text)} characters, over {limit}"
         add(loc, kind, text, rule_match("oversized", text, 0, 0, excerpt=excerpt, note=note))
 
+    own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
     for loc, kind, text in doc_texts(doc):
         value = kind in ("value", "secret-value")
-        for match in scan_text(text, siblings=siblings, example=value, holds_secret=kind == "secret-value"):
+        secret = kind == "secret-value"
+        for match in scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own):
             if kind in ("name", "key") and match.rule not in _NAME_RULES:
                 continue
             add(loc, kind, text, match)
+        if kind in ("name", "key"):
+            for match in _identifier_matches(text, siblings, own):
+                add(loc, kind, text, match)
         if loc == ("full",):
             if full_limit is not None and len(text) > full_limit:
                 too_long(loc, kind, text, full_limit)

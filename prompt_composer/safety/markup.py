@@ -14,6 +14,9 @@ from .text import invisible_kind
 # --- markup ---------------------------------------------------------------------------------------------
 
 _HTML_COMMENT = re.compile(r"<!--[\s\S]*?(?:-->|$)")
+# A comment of a word or two ("strips <!-- comments -->", "<!-- TODO -->"): markup named in prose or a marker, no
+# text hidden from a person; anything encoded in it is still decoded and linted.
+_SHORT_COMMENT = re.compile(r"<!--\s*(?:[\w.-]+\s*){0,3}-->")
 _MD_COMMENT = re.compile(r"^\s*\[(?://|comment|hidden)\]:\s*#\s*\(.*\)\s*$", re.IGNORECASE | re.MULTILINE)
 _MODEL_TAG_NAMES = (
     r"important|system|system[-_ ]?(?:prompt|message|reminder|note|instructions?)|instructions?|secret|hidden|"
@@ -61,13 +64,17 @@ _CATCHER_HOST = re.compile(
     r"is\.gd|t\.co)$",
     re.IGNORECASE,
 )
-# A query that carries data out: a placeholder for a value (``?q={conversation}``), or a parameter named for it.
-# Placeholders in the path (``/repos/{owner}/{repo}``) are ordinary API documentation.
-_URL_DATA = re.compile(
-    r"[?&][\w.-]*=(?:[{<$]|%7b)|[?&](?:data|payload|content|key|token|secret|creds?|pwd|password|leak|exfil|dump|env"
-    r"|conversation|history|chat|prompt|ssh|cookie|session|b64)=",
+# A query that carries data out: a placeholder for a value (``?q={conversation}``), or a parameter named for it
+# whose value is left to fill (``?token=``, ``?token=YOUR_TOKEN``). Placeholders in the path
+# (``/repos/{owner}/{repo}``) are ordinary API documentation, and so is a named parameter with a literal
+# lower-case value (``?token=abc``): the doc's author wrote the value, it carries nothing of the user's.
+_URL_PLACEHOLDER = re.compile(r"[?&][\w.-]*=(?:[{<$]|%7b)", re.IGNORECASE)
+_URL_NAMED = re.compile(
+    r"[?&](?:data|payload|content|key|token|secret|creds?|pwd|password|leak|exfil|dump|env"
+    r"|conversation|history|chat|prompt|ssh|cookie|session|b64)=([^&#\s]*)",
     re.IGNORECASE,
 )
+_LITERAL_VALUE = re.compile(r"[a-z0-9._~-]{1,40}")
 _IP_HOST = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")
 _PRIVATE_IP = re.compile(r"^(?:10\.|192\.168\.|172\.(?:1[6-9]|2\d|3[01])\.)")
 
@@ -77,7 +84,10 @@ def _url_rule(url: str) -> str | None:
     rest = re.sub(r"^[a-z]+://", "", url, flags=re.IGNORECASE)
     host = re.split(r"[/?#]", rest, maxsplit=1)[0].rsplit("@", 1)[-1]
     hostname = re.sub(r":\d+$", "", host) if not host.startswith("[") else host.split("]")[0] + "]"
-    if _CATCHER_HOST.search(hostname) or _URL_DATA.search(rest):
+    if _CATCHER_HOST.search(hostname) or _URL_PLACEHOLDER.search(rest):
+        return "url-exfil"
+    named = [m[1] for m in _URL_NAMED.finditer(rest)]
+    if named and not all(_LITERAL_VALUE.fullmatch(value) for value in named):
         return "url-exfil"
     if _SAFE_HOST.match(hostname):
         return None
@@ -91,7 +101,8 @@ def markup_spans(text: str) -> Iterator[tuple[str, int, int]]:
     for pattern in (_HTML_COMMENT, _MD_COMMENT, _MODEL_TAG, _CHAT_TOKEN, _HIDDEN_STYLE):
         for match in pattern.finditer(text):
             if match.end() > match.start():
-                yield "hidden-markup", match.start(), match.end()
+                short = pattern is _HTML_COMMENT and _SHORT_COMMENT.fullmatch(match.group()) is not None
+                yield "comment" if short else "hidden-markup", match.start(), match.end()
     for match in _MARKDOWN_IMAGE.finditer(text):
         yield "url-exfil", match.start(), match.end()
     for match in _URL.finditer(text):

@@ -9,7 +9,10 @@ Two things decide a phrase finding's severity besides its rule:
   tool", "you must", "please" …); in a sentence that only describes what the tool does it is ``described``
   (medium: review). Phrases marked ``always`` (a secret put into a named parameter; a secret file as an example
   value) keep the rule's severity;
-- a tool the phrase names that is the tool itself is no finding, and one of the same server is ``low``.
+- a tool the phrase names that is the tool itself is no finding, and one of the same server is ``low``;
+- a ``contexts`` entry of ``rules.yaml`` makes a match a ``low`` note: words in the match that say it names a
+  thing rather than hands it over ("the path of the system prompt"), or a match inside a quotation whose sentence
+  presents it as data ("cases such as \"ignore previous instructions\"") and gives the model no order.
 
 A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
 with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
@@ -26,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from .encoded import MAX_DEPTH, Budget, encoded_runs, is_prose
 from .markup import example_spans, fenced_spans, markup_spans
-from .rules import ORDERS, PHRASES, RULES, SEVERITY_RANK, Phrase, Severity, at_least
+from .rules import CONTEXTS, ORDERS, PHRASES, RULES, SEVERITY_RANK, Phrase, Severity, at_least
 from .text import escape_invisible, hidden_runs, mixed_script_words, normalise
 
 # A tool named by a phrase (its group "tool") that is the tool itself: no finding.
@@ -86,13 +89,19 @@ def _as_break(match: re.Match[str]) -> str:
 @dataclass(frozen=True)
 class _Context:
     siblings: frozenset[str]
+    own: frozenset[str]  # the tool's own names: orders about itself are its own documentation
     example: bool  # the whole text is a value the model may copy into a call
     holds_secret: bool  # … of a parameter that says it takes a key or credential file
     budget: Budget  # what is left to decode for this text, over every layer
 
 
 def scan_text(
-    text: str, *, siblings: Iterable[str] = (), example: bool = False, holds_secret: bool = False
+    text: str,
+    *,
+    siblings: Iterable[str] = (),
+    example: bool = False,
+    holds_secret: bool = False,
+    own: Iterable[str] = (),
 ) -> list[TextMatch]:
     """Every rule match in one text (no size rule: that needs the catalog), in order of position.
 
@@ -102,8 +111,15 @@ def scan_text(
     value of a schema), where the example-only phrases apply; in other texts they apply inside example blocks.
     ``holds_secret`` says it is the value of a parameter that declares it takes a key or credential file (an
     ``identity_file``): a secret file there is what the parameter is for, a finding to review, not quarantine.
+    ``own`` are the tool's own names (ours and upstream's): a phrase that names the tool itself is no finding.
     """
-    context = _Context(frozenset(name.casefold() for name in siblings), example, holds_secret, Budget())
+    context = _Context(
+        frozenset(name.casefold() for name in siblings),
+        frozenset(name.casefold() for name in own),
+        example,
+        holds_secret,
+        Budget(),
+    )
     return _scan(text, context, 0)
 
 
@@ -142,10 +158,13 @@ def _phrase_match(
     tool = m.groupdict().get("tool")
     if tool is not None:
         name = tool.strip("`'\".,:;()")
-        if name.casefold() in _SELF:
+        if name.casefold() in _SELF or name.casefold() in context.own:
             return None
         if name.casefold() in context.siblings:
             return replace(match, severity="low", note=f"{name} is a tool of the same server")
+    mention = _mention(prose, m.start(), m.end(), phrase.rule)
+    if mention is not None:
+        return replace(match, severity="low", note=mention)
     described = RULES[phrase.rule].described
     always = phrase.always and not context.holds_secret
     if described is not None and not always and not ordered(prose, m.start(), m.end()):
@@ -155,6 +174,29 @@ def _phrase_match(
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
+# A quotation: double or curly quotes around at most a line's worth of words (single quotes are apostrophes too).
+_QUOTED = re.compile(r'"[^"\n]{1,200}"|\u201c[^\u201d\n]{1,200}\u201d')
+
+
+def _quoted(prose: str, start: int, end: int) -> bool:
+    """Whether ``prose[start:end]`` lies inside one quotation of its sentence."""
+    lo, hi = sentence_of(prose, start, end)
+    return any(q.start() <= start and end <= q.end() for q in _QUOTED.finditer(prose, lo, hi))
+
+
+def _mention(prose: str, start: int, end: int, rule: str) -> str | None:
+    """Why the match ``prose[start:end]`` of ``rule`` is a mention rather than an order (a ``contexts`` entry
+    of ``rules.yaml``), or ``None``."""
+    for context in CONTEXTS:
+        if rule not in context.rules:
+            continue
+        if context.where == "match" and context.pattern.search(prose, start, end) is not None:
+            return context.note
+        if context.where == "quoted" and _quoted(prose, start, end):
+            lo, hi = sentence_of(prose, start, end)
+            if context.pattern.search(prose, lo, hi) is not None and not ordered(prose, start, end):
+                return context.note
+    return None
 
 
 def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:

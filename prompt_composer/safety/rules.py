@@ -1,5 +1,6 @@
 """The lint's rule table, read from ``rules.yaml`` once, when this module is imported: each rule's id, severity and
-summary, the phrase rules compiled, and the order patterns (what makes a sentence an order to the model).
+summary, the phrase rules compiled, the order patterns (what makes a sentence an order to the model) and the
+contexts (what makes a phrase finding a mention rather than an order: a note, not a quarantine).
 
 A phrase or order in the file is a regular expression that may name a shared fragment as ``{name}``; it is compiled
 with ``re.IGNORECASE`` after the fragments are put in. A bad rules file is a
@@ -28,6 +29,9 @@ SEVERITY_RANK: Mapping[str, int] = {"low": 1, "medium": 2, "high": 3}
 QUARANTINE_SEVERITY: Severity = "high"  # findings at or above this quarantine an imported doc (and fail an audit)
 REVIEW_SEVERITY: Severity = "medium"  # findings at this severity ask a person to review the doc; no quarantine
 Scope = Literal["any", "example"]
+# Where a context pattern is looked for: in the matched words, or in the sentence around them when the match is
+# inside a quotation (a string quoted as data).
+Where = Literal["match", "quoted"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
@@ -60,6 +64,19 @@ class Phrase:
     always: bool = False
 
 
+@dataclass(frozen=True)
+class Context:
+    """A context that turns a phrase finding of one of ``rules`` into a ``low`` note: ``pattern`` found in the
+    matched words (``where`` "match": "the path of the system prompt" names a file, not its text) or, for a match
+    inside a quotation, in its sentence (``where`` "quoted": a string quoted as data, "cases such as …").
+    ``note`` says why, on the finding."""
+
+    rules: frozenset[str]
+    where: Where
+    pattern: re.Pattern[str]
+    note: str
+
+
 # --- the file's shape ---------------------------------------------------------------------------------------
 
 
@@ -81,6 +98,15 @@ class _PhraseEntry(BaseModel):
     always: bool = False
 
 
+class _ContextEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: list[str]
+    where: Where
+    pattern: str
+    note: str
+
+
 class _RulesFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -88,6 +114,7 @@ class _RulesFile(BaseModel):
     fragments: dict[str, str] = Field(default_factory=dict)
     phrases: list[_PhraseEntry] = Field(default_factory=list)
     orders: list[str] = Field(default_factory=list)
+    contexts: list[_ContextEntry] = Field(default_factory=list)
 
 
 # A fragment named in a pattern; counted repeats such as {0,2} and an escaped \{ are left alone.
@@ -152,13 +179,34 @@ def _phrase(
     return Phrase(entry.rule, pattern, entry.scope, entry.always)
 
 
+def _context(
+    path: Path,
+    lines: LineMap,
+    index: int,
+    entry: _ContextEntry,
+    rules: Mapping[str, Rule],
+    fragments: Mapping[str, str],
+) -> Context | Problem:
+    """The compiled context ``contexts[index]``, or the problem with it."""
+    where = ("contexts", index)
+    unknown = [rule for rule in entry.rules if rule not in rules]
+    if unknown:
+        return Problem(path, line_of(lines, (*where, "rules")), f"contexts.{index}.rules: unknown rule {unknown[0]!r}")
+    pattern = _compiled(path, lines, (*where, "pattern"), entry.pattern, fragments)
+    if isinstance(pattern, Problem):
+        return pattern
+    return Context(frozenset(entry.rules), entry.where, pattern, entry.note)
+
+
 @dataclass(frozen=True)
 class RuleSet:
-    """What ``rules.yaml`` holds: the rules by id, the phrase rules and the order patterns, compiled."""
+    """What ``rules.yaml`` holds: the rules by id, the phrase rules, the order patterns and the contexts,
+    compiled."""
 
     rules: Mapping[str, Rule]
     phrases: tuple[Phrase, ...]
     orders: tuple[re.Pattern[str], ...]
+    contexts: tuple[Context, ...] = ()
 
 
 def load_rule_set(path: Path = RULES_FILE) -> RuleSet:
@@ -184,9 +232,16 @@ def load_rule_set(path: Path = RULES_FILE) -> RuleSet:
             problems.append(order)
         else:
             orders.append(order)
+    contexts: list[Context] = []
+    for index, context_entry in enumerate(spec.contexts):
+        context = _context(path, lines, index, context_entry, rules, fragments)
+        if isinstance(context, Problem):
+            problems.append(context)
+        else:
+            contexts.append(context)
     if problems:
         raise LoadError(problems)
-    return RuleSet(rules, tuple(phrases), tuple(orders))
+    return RuleSet(rules, tuple(phrases), tuple(orders), tuple(contexts))
 
 
 def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phrase, ...]]:
@@ -196,4 +251,4 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phras
 
 
 _LOADED = load_rule_set()
-RULES, PHRASES, ORDERS = _LOADED.rules, _LOADED.phrases, _LOADED.orders
+RULES, PHRASES, ORDERS, CONTEXTS = _LOADED.rules, _LOADED.phrases, _LOADED.orders, _LOADED.contexts

@@ -84,10 +84,12 @@ def test_a_secret_file_as_an_example_value_quarantines_unless_the_parameter_says
     assert {s for r, s, _ in found(config) if r == "secret-access"} == {"medium"}
 
 
-def test_example_object_keys_are_identifiers_checked_for_hidden_characters_only() -> None:
+def test_example_object_keys_are_identifiers_read_as_words() -> None:
     doc = make_doc("t", params={"x": {"type": "string", "examples": [{"ignore_previous_instructions\u200b": "a"}]}})
-    assert {(f.rule, f.field) for f in scan(doc)} == {
-        ("invisible-unicode", "input_schema.properties.x.examples[0].ignore_previous_instructions\\u200b")
+    field = "input_schema.properties.x.examples[0].ignore_previous_instructions\\u200b"
+    assert {(f.rule, f.severity, f.field) for f in scan(doc)} == {
+        ("invisible-unicode", "high", field),
+        ("override", "medium", field),  # a name of three words: reviewed, not quarantined
     }
 
 
