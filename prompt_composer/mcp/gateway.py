@@ -22,6 +22,7 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
 
 from __future__ import annotations
 
+import socket
 import sys
 import weakref
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from ..errors import UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
 from .answers import Answers, _Client
+from .auth import HttpSecurity, check_exposure
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
 from .upstreams import Upstreams
@@ -245,15 +247,32 @@ async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:
 
 
 async def serve_http(
-    gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8000, ready: Any = None, watch: float | None = None
+    gateway: Gateway,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    ready: Any = None,
+    watch: float | None = None,
+    security: HttpSecurity | None = None,
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port/mcp``; prints ``READY <url>`` on stdout once listening (port
-    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`)."""
+    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`).
+    ``security``: tokens and allowed origins (see :mod:`prompt_composer.mcp.auth`); a non-loopback ``host``
+    without a verifier raises :class:`~prompt_composer.errors.AuthConfigError` unless it allows that."""
     import anyio
     import uvicorn
 
-    app = gateway.server.streamable_http_app(host=host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    check_exposure(host, security)
+    security = security or HttpSecurity()
+    try:  # bound first, so that with port 0 the protected-resource metadata names the real port
+        sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return
+    port = sock.getsockname()[1]
+    options = security.app_options(gateway.slug, host, port)
+    app = security.wrap(gateway.server.streamable_http_app(host=host, **options), host, port)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
 
     async def announce() -> None:
         while not server.started:
@@ -269,7 +288,7 @@ async def serve_http(
         group.start_soon(announce)
         if watch is not None:
             group.start_soon(gateway.follow, watch)
-        await server.serve()
+        await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
     if not server.started:
         print(f"error: cannot listen on {host}:{port}", file=sys.stderr)
