@@ -13,7 +13,7 @@ from ..core.registry import Registry
 from ..discovery.search import ToolSearch
 from ..errors import LoadError
 from ._common import OVERLAY_ENV, add_learn_from, drops_line, log_failing, registry_of, search_for
-from .serve_http import add_http_options, security_from
+from .serve_http import add_http_options, security_from, session_store
 
 
 def register(sub: Any) -> None:
@@ -144,14 +144,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: cannot open the event log: {exc}", file=sys.stderr)
         return 2
 
+    sessions = session_store(args.session_store)
+    if sessions is False:
+        return 2
+
     async def main() -> None:
+        def gateway(upstreams: Upstreams | None) -> Gateway:
+            return Gateway(
+                served,
+                args.mode,
+                upstreams=upstreams,
+                executors=executors,
+                events=events,
+                search=learned,
+                sessions=sessions or None,
+            )
+
         if args.servers is None:  # imported tools are refused, saying that no servers file was given
-            await serve(Gateway(served, args.mode, executors=executors, events=events, search=learned))
+            await serve(gateway(None))
             return
         async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
-            await serve(
-                Gateway(served, args.mode, upstreams=upstreams, executors=executors, events=events, search=learned)
-            )
+            await serve(gateway(upstreams))
 
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server

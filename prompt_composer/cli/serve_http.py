@@ -4,6 +4,7 @@ URL behind a load balancer, and the shared task store (see :mod:`prompt_composer
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..errors import AuthConfigError
@@ -103,3 +104,24 @@ def security_from(args: argparse.Namespace) -> Any:
         allowed_origins=list(args.allow_origin),
         allow_unauthenticated=args.allow_unauthenticated,
     )
+
+
+def session_store(url: str | None) -> Any:
+    """The Redis store ``--session-store`` names (``None`` without it; ``False``, said on stderr, when it cannot
+    be used: no redis client, or a Redis that does not answer, so a replica never starts with tasks it would lose)."""
+    if url is None:
+        return None
+    try:
+        from ..core.redis_store import RedisSessionStore
+    except ImportError as exc:
+        print(f"error: --session-store: {exc}", file=sys.stderr)
+        return False
+    from ..errors import SessionStoreError
+
+    store = RedisSessionStore(url)
+    try:
+        _ = "serve-probe" in store  # one EXISTS: a Redis that does not answer fails here, at start
+    except SessionStoreError as exc:
+        print(f"error: --session-store: {exc}", file=sys.stderr)
+        return False
+    return store

@@ -32,7 +32,7 @@ from ..core.composer import Composer
 from ..core.live import LiveRegistry
 from ..core.modes import Mode
 from ..core.registry import Registry
-from ..core.session import TaskSession
+from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..discovery.search import LazySearch, ToolSearch
 from ..errors import UnknownModeError
 from ..learn.events import EventLog
@@ -41,6 +41,7 @@ from .answers import Answers, _Client
 from .auth import HttpSecurity, check_exposure
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
+from .tasks import event_task_id, task_key
 from .upstreams import Upstreams
 
 _KEPT_VERSIONS = 4  # registry versions whose list and search stay built (a reload usually needs two)
@@ -54,7 +55,8 @@ class Gateway:
     run the other tools (sync or async callables, as in the tool loop); ``search`` is the ``tool_search`` index (or
     a function that builds one per registry version; default: a plain one, built on the first search);
     ``events`` receives what was listed and called (see :mod:`prompt_composer.learn.events`); ``list_ttl_ms`` is
-    the list's ``ttlMs``.
+    the list's ``ttlMs``; ``sessions`` keeps the tasks HTTP clients name with a ``Prompt-Composer-Task`` header
+    (see :mod:`prompt_composer.mcp.tasks`; a ``RedisSessionStore`` shares them between replicas).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class Gateway:
         search: SearchSource = None,
         events: EventLog | None = None,
         list_ttl_ms: int = DEFAULT_LIST_TTL_MS,
+        sessions: SessionStore | None = None,
     ) -> None:
         if events is not None and not isinstance(events, EventLog):
             raise TypeError(
@@ -87,6 +90,8 @@ class Gateway:
         self._refused: set[str] = set()  # registry versions without the mode, reported once
         # Each connection's task: keyed by what lives as long as the connection (see _client).
         self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        # Tasks HTTP clients name (see prompt_composer.mcp.tasks); Redis to share them between replicas.
+        self.sessions: SessionStore = sessions if sessions is not None else InMemorySessionStore()
         self._legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # session-era connections, for list_changed
         self._bus: Any = None  # the subscriptions/listen fan-out, with a live registry
         self.server = build_server(self)
@@ -210,6 +215,9 @@ class Gateway:
         outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+        named = task_key(ctx)
+        if named is not None:
+            return _Client(self.sessions.get(named), task_id=event_task_id(named))
         # The SDK has no public accessor for the connection under the per-request session yet.
         connection = getattr(ctx.session, "_connection", None)
         if connection is None:
