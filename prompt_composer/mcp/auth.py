@@ -79,9 +79,9 @@ class StaticTokens:
         env = os.environ if environ is None else environ
         tokens: dict[str, tuple[str, frozenset[str]]] = {}
         for spec in specs:
-            name, _, modes_text = spec.partition("=")
+            name, given, modes_text = spec.partition("=")
             name = name.strip()
-            modes = parse_modes(modes_text, f"--auth-token-env {spec}") if modes_text else frozenset({ALL_MODES})
+            modes = parse_modes(modes_text, f"--auth-token-env {spec}") if given else frozenset({ALL_MODES})
             value = env.get(name, "")
             if not value.strip():
                 raise AuthConfigError(f"--auth-token-env {spec}: the environment variable {name} is unset or empty")
@@ -141,6 +141,7 @@ class JwtVerifier:
         self._load()  # a bad file fails at start, not on the first request
 
     def _load(self) -> Any:
+        from joserfc.errors import JoseError
         from joserfc.jwk import KeySet
 
         try:
@@ -150,15 +151,16 @@ class JwtVerifier:
             if stat.st_size > _JWKS_LIMIT:
                 raise AuthConfigError(f"{self.path}: {stat.st_size} bytes is not a JWKS file (limit {_JWKS_LIMIT})")
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and any(isinstance(k, dict) and "d" in k for k in data.get("keys", [])):
+            listed = data.get("keys") if isinstance(data, dict) else None
+            if not isinstance(listed, list) or not listed:
+                raise AuthConfigError(f'{self.path}: the JWKS file holds no key ({{"keys": [...]}})')
+            if any(isinstance(k, dict) and "d" in k for k in listed):
                 raise AuthConfigError(f"{self.path}: the JWKS file holds a private key; give the public keys only")
-            keys = KeySet.import_key_set(data)
+            keys = KeySet.import_key_set({"keys": listed})
         except OSError as exc:
             raise AuthConfigError(f"{self.path}: cannot read the JWKS file: {exc.strerror or exc}") from exc
-        except (ValueError, TypeError, KeyError) as exc:
+        except (JoseError, ValueError, TypeError, KeyError) as exc:
             raise AuthConfigError(f'{self.path}: not a JWKS document ({{"keys": [...]}}): {exc}') from exc
-        if not keys.keys:
-            raise AuthConfigError(f"{self.path}: the JWKS file holds no key")
         self._stamp = (stat.st_mtime_ns, stat.st_size)
         self._keys = keys
         return keys
