@@ -236,8 +236,12 @@ def call(url: str, task: str | None, tool: str, arguments: dict[str, Any], heade
         with urllib.request.urlopen(request, timeout=60) as response:
             raw, status, served = response.read(), response.status, response.headers.get("x-served-by")
             kind = response.headers.get("content-type", "")
-    except urllib.error.HTTPError as error:
-        return Answer(error.code, error.headers.get("x-served-by"), None)
+    except urllib.error.HTTPError as error:  # a JSON-RPC error can come with a 4xx status: keep its body
+        try:
+            answer: Any = json.loads(error.read() or b"null")
+        except ValueError:
+            answer = None
+        return Answer(error.code, error.headers.get("x-served-by"), answer if isinstance(answer, dict) else None)
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return Answer(0, None, None)
     text = raw.decode()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "AuthConfigError",
     "EmbeddingUnavailable",
     "ExecutorError",
     "ImporterError",

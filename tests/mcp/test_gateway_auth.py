@@ -309,3 +309,29 @@ def test_jwt_through_the_gateway(tmp_path: Path, keys: tuple[RSAKey, RSAKey, Pat
                 assert "execute_command" in listed and "hello" in read
 
         anyio.run(scenario)
+
+
+# ------------------------------------------------------------------------------------------ tasks named by a header
+
+
+def test_a_task_header_ties_stateless_requests_to_one_task(tmp_path: Path) -> None:
+    """2026-07-28 requests stand alone, unless they name a task: then the first use of a brief tool carries its
+    full text once per task, and a malformed task id is an invalid-params answer, not a dropped request."""
+    from benchmarks.replicas import call
+
+    with gateway(tmp_path, "--auth-token-env", "CODE=code") as url:
+        auth = bearer(CODE_TOKEN)
+        shown = "Full documentation of `list_files`"
+        first = call(url, "task-a", "list_files", {"path": "."}, auth)
+        again = call(url, "task-a", "list_files", {"path": "."}, auth)
+        other = call(url, "task-b", "list_files", {"path": "."}, auth)
+        alone = call(url, None, "list_files", {"path": "."}, auth)
+        assert first.ok and shown in first.text
+        assert again.ok and shown not in again.text and "notes.txt" in again.text
+        assert other.ok and shown in other.text
+        assert alone.ok and shown not in alone.text  # a request alone gets no full text (nothing to remember it by)
+
+        bad = call(url, "no spaces allowed", "list_files", {"path": "."}, auth)
+        assert bad.body is not None and bad.body["error"]["code"] == -32602
+        assert "prompt-composer-task" in bad.body["error"]["message"]
+        assert call(url, "x" * 129, "list_files", {"path": "."}, auth).body["error"]["code"] == -32602  # type: ignore[index]
