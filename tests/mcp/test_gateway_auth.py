@@ -335,3 +335,39 @@ def test_a_task_header_ties_stateless_requests_to_one_task(tmp_path: Path) -> No
         assert bad.body is not None and bad.body["error"]["code"] == -32602
         assert "prompt-composer-task" in bad.body["error"]["message"]
         assert call(url, "x" * 129, "list_files", {"path": "."}, auth).body["error"]["code"] == -32602  # type: ignore[index]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"])
+def test_loopback_addresses_need_no_auth(host: str) -> None:
+    from prompt_composer.mcp.auth import check_exposure
+
+    check_exposure(host, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "gateway.internal", "192.168.0.7"])
+def test_other_addresses_need_auth_or_the_flag(host: str) -> None:
+    from prompt_composer.errors import AuthConfigError
+    from prompt_composer.mcp.auth import HttpSecurity, StaticTokens, check_exposure
+
+    with pytest.raises(AuthConfigError, match=f"refusing to serve {host}"):
+        check_exposure(host, None)
+    with pytest.raises(AuthConfigError):
+        check_exposure(host, HttpSecurity(allowed_origins=["https://ide.example.test"]))
+    check_exposure(host, HttpSecurity(allow_unauthenticated=True))
+    check_exposure(host, HttpSecurity(verifier=StaticTokens({CODE_TOKEN: ("CODE", frozenset({"code"}))})))
+
+
+def test_origin_patterns_match_whole_ports_only() -> None:
+    from prompt_composer.mcp.auth import OriginGuard
+
+    guard = OriginGuard(None, ["http://localhost:*", "https://ide.example.test"])
+    assert guard.allows("http://localhost:5173") and guard.allows("https://ide.example.test")
+    for origin in (
+        "http://localhost:80.evil.test",
+        "http://localhost.evil.test",
+        "https://ide.example.test.evil",
+        "null",
+        "http://localhost:",
+        "https://ide.example.test:8443",
+    ):
+        assert not guard.allows(origin), origin
