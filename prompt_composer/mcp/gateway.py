@@ -34,10 +34,10 @@ from ..core.modes import Mode
 from ..core.registry import Registry
 from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..discovery.search import LazySearch, ToolSearch
-from ..errors import UnknownModeError
+from ..errors import SessionStoreError, UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
-from .answers import Answers, _Client
+from .answers import Answers, _Client, text_block
 from .auth import HttpSecurity, check_exposure
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
@@ -170,8 +170,13 @@ class Gateway:
         return list(listing.tools)
 
     async def answer(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
-        """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`)."""
-        return await self._answers.answer(self.version(), client, name, arguments)
+        """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`). A shared task store
+        that fails is the call's error result: the model reads it, the client may retry, the gateway stays up."""
+        try:
+            return await self._answers.answer(self.version(), client, name, arguments)
+        except SessionStoreError as exc:
+            # The store is touched before and after the tool runs: say it may have run, so a retry is a choice.
+            return [text_block(f"Error: {name} failed: the task store is unavailable ({exc}). It may have run.")], True
 
     # -- hot reload ------------------------------------------------------------------------------------
 

@@ -147,3 +147,16 @@ def test_session_era_sessions_stick_and_continue_elsewhere_after_a_kill(tmp_path
         assert store.get(store_key("legacy-0")).history() == ("read_file", "search_files", "list_files")
         assert store.get(store_key("legacy-1")).history() == ("list_files", "read_file")
         store.close()
+
+
+def test_a_task_store_that_dies_is_an_error_result_and_the_gateway_stays_up(tmp_path: Path) -> None:
+    with Cluster(tmp_path / "cluster", count=1) as cluster:
+        url, headers = cluster.replica_url(0), cluster.headers()
+        assert call(url, "t-1", "read_file", TOOLS["read_file"], headers).ok
+        cluster.processes["redis"].kill()
+        cluster.processes["redis"].wait()
+        failed = call(url, "t-1", "list_files", TOOLS["list_files"], headers)
+        assert failed.ok and failed.body is not None and failed.body["result"]["isError"] is True
+        assert "the task store is unavailable" in failed.text and "It may have run" in failed.text
+        alone = call(url, None, "list_files", TOOLS["list_files"], headers)  # a request in no task needs no store
+        assert alone.ok and not alone.body["result"].get("isError") and "notes.txt" in alone.text  # type: ignore[index]
