@@ -12,6 +12,8 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
   their upstream servers (:mod:`prompt_composer.mcp.upstreams`). What a task fetches, finds or uses reaches the
   model in results, never by changing the list. A connection's task (its FIFO, what it was shown) lives as long as
   the connection: a stdio process, an HTTP session (``Mcp-Session-Id``); a 2026-07-28 HTTP request stands alone.
+  An HTTP client that names its task (``Prompt-Composer-Task``, :mod:`prompt_composer.mcp.tasks`) keeps it in the
+  gateway's session store, shared between replicas with Redis.
 - With a :class:`~prompt_composer.core.live.LiveRegistry` (``serve --watch``), a reload that changes the list is
   announced: ``notifications/tools/list_changed`` to session-era connections, a ``ToolsListChanged`` event on
   ``subscriptions/listen`` streams for 2026-07-28 clients. Nothing else announces anything.
@@ -217,14 +219,18 @@ class Gateway:
     def _client(self, ctx: Any) -> _Client:
         """The task of the connection ``ctx`` came on. A session-era connection (a stdio process, an HTTP
         ``Mcp-Session-Id``) keeps its ``Connection``; a 2026-07-28 stdio connection builds one per request over one
-        outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself."""
+        outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself. A request
+        that names its task (the ``Prompt-Composer-Task`` header, see :mod:`prompt_composer.mcp.tasks`) gets that
+        task from :attr:`sessions` instead, in either era."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         named = task_key(ctx)
-        if named is not None:
-            return _Client(self.sessions.get(named), task_id=event_task_id(named))
         # The SDK has no public accessor for the connection under the per-request session yet.
         connection = getattr(ctx.session, "_connection", None)
+        if named is not None:  # a task the client named: in the store, whichever connection or replica asks
+            if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                self._legacy.add(connection)  # still told of list changes
+            return _Client(self.sessions.get(named), task_id=event_task_id(named))
         if connection is None:
             return _Client(TaskSession(), alone=True)
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
