@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "AuthConfigError",
     "EmbeddingUnavailable",
     "ExecutorError",
     "ImporterError",
@@ -163,3 +164,9 @@ class UpstreamError(ExecutorError):
         self.server = server
         self.tool = tool
         super().__init__(message)
+
+
+class AuthConfigError(PromptComposerError):
+    """The HTTP gateway's authorization settings are unusable: a token variable that is unset or empty, a JWKS
+    file that cannot be read or holds no key, a mode list naming nothing, or a non-loopback address to be served
+    without authorization. Nothing was started."""

@@ -13,6 +13,7 @@ from ..core.registry import Registry
 from ..discovery.search import ToolSearch
 from ..errors import LoadError
 from ._common import OVERLAY_ENV, add_learn_from, add_mode_option, drops_line, log_failing, registry_of, search_for
+from .serve_http import add_http_options, security_from, session_store
 
 
 def register(sub: Any) -> None:
@@ -57,6 +58,7 @@ def register(sub: Any) -> None:
         "changed tool list (notifications/tools/list_changed; subscriptions/listen for 2026-07-28 clients)",
     )
     add_learn_from(p)
+    add_http_options(p)
     p.set_defaults(handler=cmd_serve)
 
 
@@ -92,17 +94,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import anyio
 
+        from ..mcp.auth import check_exposure
         from ..mcp.gateway import Gateway, serve_http, serve_stdio
     except ImportError:
         print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
         return 2
-    from ..errors import ExecutorError
+    from ..errors import AuthConfigError, ExecutorError
     from ..learn.events import EventLog
     from ..mcp.upstreams import Upstreams, load_servers
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
     registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
+    try:  # so do unusable auth settings, and a public address without them
+        security = security_from(args)
+        if args.transport == "http":
+            check_exposure(args.host, security)
+    except AuthConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     servers = load_servers(args.servers) if args.servers is not None else {}
     search = search_for(args, registry)  # an unreadable log exits 2 before anything starts
     served = _served(args, registry)
@@ -120,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def serve(gateway: Gateway) -> None:
         if args.transport == "http":
-            await serve_http(gateway, host=args.host, port=args.port, watch=args.watch)
+            await serve_http(gateway, host=args.host, port=args.port, watch=args.watch, security=security)
         else:
             await serve_stdio(gateway, watch=args.watch)
 
@@ -134,14 +144,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: cannot open the event log: {exc}", file=sys.stderr)
         return 2
 
+    sessions = session_store(args.session_store)
+    if sessions is False:
+        return 2
+
     async def main() -> None:
+        def gateway(upstreams: Upstreams | None) -> Gateway:
+            return Gateway(
+                served,
+                args.mode,
+                upstreams=upstreams,
+                executors=executors,
+                events=events,
+                search=learned,
+                sessions=sessions or None,
+            )
+
         if args.servers is None:  # imported tools are refused, saying that no servers file was given
-            await serve(Gateway(served, args.mode, executors=executors, events=events, search=learned))
+            await serve(gateway(None))
             return
         async with Upstreams(servers, call_timeout=args.call_timeout, source=args.servers) as upstreams:
-            await serve(
-                Gateway(served, args.mode, upstreams=upstreams, executors=executors, events=events, search=learned)
-            )
+            await serve(gateway(upstreams))
 
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server

@@ -9,10 +9,22 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
+    from .auth import HttpSecurity, JwtVerifier, StaticTokens
     from .client import ServerSpec
     from .gateway import Gateway, serve_http, serve_stdio
     from .upstreams import Upstreams, load_servers, mcp_executors
 
-__all__ = ["Gateway", "ServerSpec", "Upstreams", "load_servers", "mcp_executors", "serve_http", "serve_stdio"]
+__all__ = [
+    "Gateway",
+    "HttpSecurity",
+    "JwtVerifier",
+    "ServerSpec",
+    "StaticTokens",
+    "Upstreams",
+    "load_servers",
+    "mcp_executors",
+    "serve_http",
+    "serve_stdio",
+]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -282,6 +282,11 @@ def _call_example(name: str) -> str:
 
 
 def _text(text: str) -> Any:
+    return text_block(text)
+
+
+def text_block(text: str) -> Any:
+    """An MCP text content block."""
     import mcp_types as types
 
     return types.TextContent(type="text", text=text)

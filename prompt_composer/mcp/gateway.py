@@ -12,6 +12,8 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
   their upstream servers (:mod:`prompt_composer.mcp.upstreams`). What a task fetches, finds or uses reaches the
   model in results, never by changing the list. A connection's task (its FIFO, what it was shown) lives as long as
   the connection: a stdio process, an HTTP session (``Mcp-Session-Id``); a 2026-07-28 HTTP request stands alone.
+  An HTTP client that names its task (``Prompt-Composer-Task``, :mod:`prompt_composer.mcp.tasks`) keeps it in the
+  gateway's session store, shared between replicas with Redis.
 - With a :class:`~prompt_composer.core.live.LiveRegistry` (``serve --watch``), a reload that changes the list is
   announced: ``notifications/tools/list_changed`` to session-era connections, a ``ToolsListChanged`` event on
   ``subscriptions/listen`` streams for 2026-07-28 clients. Nothing else announces anything.
@@ -22,6 +24,7 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
 
 from __future__ import annotations
 
+import socket
 import sys
 import weakref
 from collections.abc import Callable, Mapping
@@ -31,15 +34,17 @@ from ..core.composer import Composer
 from ..core.live import LiveRegistry
 from ..core.modes import Mode
 from ..core.registry import Registry
-from ..core.session import TaskSession
+from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..discovery.search import LazySearch, ToolSearch
-from ..errors import UnknownModeError
+from ..errors import SessionStoreError, UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
-from .answers import Answers, _Client
+from .answers import Answers, _Client, text_block
+from .auth import HttpSecurity, check_exposure
 from .framing import MAX_MESSAGE_BYTES, FramedHTTP, framed_stdio
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
+from .tasks import event_task_id, task_key
 from .upstreams import Upstreams
 
 _KEPT_VERSIONS = 4  # registry versions whose list and search stay built (a reload usually needs two)
@@ -53,7 +58,8 @@ class Gateway:
     run the other tools (sync or async callables, as in the tool loop); ``search`` is the ``tool_search`` index (or
     a function that builds one per registry version; default: a plain one, built on the first search);
     ``events`` receives what was listed and called (see :mod:`prompt_composer.learn.events`); ``list_ttl_ms`` is
-    the list's ``ttlMs``.
+    the list's ``ttlMs``; ``sessions`` keeps the tasks HTTP clients name with a ``Prompt-Composer-Task`` header
+    (see :mod:`prompt_composer.mcp.tasks`; a ``RedisSessionStore`` shares them between replicas).
     """
 
     def __init__(
@@ -67,6 +73,7 @@ class Gateway:
         search: SearchSource = None,
         events: EventLog | None = None,
         list_ttl_ms: int = DEFAULT_LIST_TTL_MS,
+        sessions: SessionStore | None = None,
     ) -> None:
         if events is not None and not isinstance(events, EventLog):
             raise TypeError(
@@ -86,6 +93,8 @@ class Gateway:
         self._refused: set[str] = set()  # registry versions without the mode, reported once
         # Each connection's task: keyed by what lives as long as the connection (see _client).
         self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        # Tasks HTTP clients name (see prompt_composer.mcp.tasks); Redis to share them between replicas.
+        self.sessions: SessionStore = sessions if sessions is not None else InMemorySessionStore()
         self._legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # session-era connections, for list_changed
         self._bus: Any = None  # the subscriptions/listen fan-out, with a live registry
         self.server = build_server(self)
@@ -164,8 +173,13 @@ class Gateway:
         return list(listing.tools)
 
     async def answer(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
-        """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`)."""
-        return await self._answers.answer(self.version(), client, name, arguments)
+        """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`). A shared task store
+        that fails is the call's error result: the model reads it, the client may retry, the gateway stays up."""
+        try:
+            return await self._answers.answer(self.version(), client, name, arguments)
+        except SessionStoreError as exc:
+            # The store is touched before and after the tool runs: say it may have run, so a retry is a choice.
+            return [text_block(f"Error: {name} failed: the task store is unavailable ({exc}). It may have run.")], True
 
     # -- hot reload ------------------------------------------------------------------------------------
 
@@ -206,11 +220,18 @@ class Gateway:
     def _client(self, ctx: Any) -> _Client:
         """The task of the connection ``ctx`` came on. A session-era connection (a stdio process, an HTTP
         ``Mcp-Session-Id``) keeps its ``Connection``; a 2026-07-28 stdio connection builds one per request over one
-        outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself."""
+        outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself. A request
+        that names its task (the ``Prompt-Composer-Task`` header, see :mod:`prompt_composer.mcp.tasks`) gets that
+        task from :attr:`sessions` instead, in either era."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+        named = task_key(ctx)
         # The SDK has no public accessor for the connection under the per-request session yet.
         connection = getattr(ctx.session, "_connection", None)
+        if named is not None:  # a task the client named: in the store, whichever connection or replica asks
+            if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                self._legacy.add(connection)  # still told of list changes
+            return _Client(self.sessions.get(named), task_id=event_task_id(named))
         if connection is None:
             return _Client(TaskSession(), alone=True)
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -245,16 +266,34 @@ async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:
 
 
 async def serve_http(
-    gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8000, ready: Any = None, watch: float | None = None
+    gateway: Gateway,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    ready: Any = None,
+    watch: float | None = None,
+    security: HttpSecurity | None = None,
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port/mcp``; prints ``READY <url>`` on stdout once listening (port
-    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`)."""
+    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`).
+    ``security``: tokens and allowed origins (see :mod:`prompt_composer.mcp.auth`); a non-loopback ``host``
+    without a verifier raises :class:`~prompt_composer.errors.AuthConfigError` unless it allows that."""
     import anyio
     import uvicorn
 
-    app = gateway.server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
-    app = FramedHTTP(app)  # every POSTed message checked first: see framing
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    check_exposure(host, security)
+    security = security or HttpSecurity()
+    try:  # bound first, so that with port 0 the protected-resource metadata names the real port
+        sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return
+    port = sock.getsockname()[1]
+    options = security.app_options(gateway.slug, host, port)
+    app = gateway.server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES, **options)
+    # every POSTed message is checked first (see framing); Origin and the other transport checks wrap that
+    app = security.wrap(FramedHTTP(app), host, port)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
 
     async def announce() -> None:
         while not server.started:
@@ -270,7 +309,7 @@ async def serve_http(
         group.start_soon(announce)
         if watch is not None:
             group.start_soon(gateway.follow, watch)
-        await server.serve()
+        await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
     if not server.started:
         print(f"error: cannot listen on {host}:{port}", file=sys.stderr)
