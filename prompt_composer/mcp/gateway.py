@@ -36,7 +36,7 @@ from ..discovery.search import LazySearch, ToolSearch
 from ..errors import UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
-from .answers import Answers, _Client
+from .answers import Answers, ClientTask
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
 from .upstreams import Upstreams
@@ -83,11 +83,11 @@ class Gateway:
         self._current = self._build(first, composer)
         self._announced = self._current.listing.encoded
         self._refused: set[str] = set()  # registry versions without the mode, reported once
-        # Each connection's task: keyed by what lives as long as the connection (see _client).
-        self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        # Each connection's task: keyed by what lives as long as the connection (see client_of).
+        self._clients: weakref.WeakKeyDictionary[Any, ClientTask] = weakref.WeakKeyDictionary()
         self._legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # session-era connections, for list_changed
-        self._bus: Any = None  # the subscriptions/listen fan-out, with a live registry
-        self.server = build_server(self)
+        # The server, and with a live registry the subscriptions/listen fan-out (else None).
+        self.server, self._bus = build_server(self)
 
     # -- what every connection sees --------------------------------------------------------------------
 
@@ -152,17 +152,17 @@ class Gateway:
             self._versions.pop(next(iter(self._versions)))
         return version
 
-    def tool_list(self, client: _Client) -> list[dict[str, Any]]:
+    def tool_list(self, client: ClientTask) -> list[dict[str, Any]]:
         """The tool list (the same for every client; ``client`` names the task in the ``list`` event)."""
         version = self.version()
         listing = version.listing
         if self.events is not None:
-            self._answers._emit(
+            self._answers.emit(
                 version, client, "list", tools=len(listing.tools), full=[n for n in listing.names if n in listing.full]
             )
         return list(listing.tools)
 
-    async def answer(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
+    async def answer(self, client: ClientTask, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
         """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`)."""
         return await self._answers.answer(self.version(), client, name, arguments)
 
@@ -202,7 +202,7 @@ class Gateway:
 
     # -- connections -----------------------------------------------------------------------------------
 
-    def _client(self, ctx: Any) -> _Client:
+    def client_of(self, ctx: Any) -> ClientTask:
         """The task of the connection ``ctx`` came on. A session-era connection (a stdio process, an HTTP
         ``Mcp-Session-Id``) keeps its ``Connection``; a 2026-07-28 stdio connection builds one per request over one
         outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself."""
@@ -211,22 +211,22 @@ class Gateway:
         # The SDK has no public accessor for the connection under the per-request session yet.
         connection = getattr(ctx.session, "_connection", None)
         if connection is None:
-            return _Client(TaskSession(), alone=True)
+            return ClientTask(TaskSession(), alone=True)
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if not connection.has_standalone_channel:
-                return _Client(TaskSession(), alone=True)
+                return ClientTask(TaskSession(), alone=True)
             key = connection.outbound
         else:
             key = connection
             self._legacy.add(connection)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = _Client(TaskSession())
+            client = self._clients[key] = ClientTask(TaskSession())
         return client
 
-    def _joined(self, ctx: Any) -> None:
+    def joined(self, ctx: Any) -> None:
         """A session-era client finished its handshake: note its connection, for list_changed."""
-        self._client(ctx)
+        self.client_of(ctx)
 
 
 async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:

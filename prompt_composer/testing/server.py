@@ -423,6 +423,10 @@ class ScriptedMessagesServer:
             if replies:
                 self._drained.clear()
 
+    def wait_drained(self, timeout: float | None = None) -> bool:
+        """Block until every queued reply has been played and written (or ``timeout`` seconds); whether it was."""
+        return self._drained.wait(timeout)
+
     def close(self) -> None:
         """Stop serving, drop open connections and release the port (idempotent)."""
         with self._lock:
