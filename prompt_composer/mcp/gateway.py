@@ -22,7 +22,7 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
 
 from __future__ import annotations
 
-import sys
+import logging
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,6 +40,8 @@ from .answers import Answers, ClientTask
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
 from .upstreams import Upstreams
+
+log = logging.getLogger(__name__)
 
 _KEPT_VERSIONS = 4  # registry versions whose list and search stay built (a reload usually needs two)
 
@@ -127,9 +129,11 @@ class Gateway:
                 if registry.fingerprint not in self._refused:
                     self._refused.add(registry.fingerprint)
                     kept = self._current.registry.fingerprint
-                    print(
-                        f"# serve: the reloaded docs have no mode {self.slug!r} ({exc}); version {kept} keeps serving",
-                        file=sys.stderr,
+                    log.warning(
+                        "# serve: the reloaded docs have no mode %r (%s); version %s keeps serving",
+                        self.slug,
+                        exc,
+                        kept,
                     )
                 return self._current
         self._current = known
@@ -198,7 +202,7 @@ class Gateway:
                 continue  # nothing reloaded, or a version without the mode (version() said so)
             seen = live.current.fingerprint
             what = "its tool list changed (announced)" if changed else "its tool list is unchanged (nothing announced)"
-            print(f"# serve: docs reloaded (registry {seen}); mode {self.slug!r}: {what}", file=sys.stderr, flush=True)
+            log.info("# serve: docs reloaded (registry %s); mode %r: %s", seen, self.slug, what)
 
     # -- connections -----------------------------------------------------------------------------------
 
@@ -247,8 +251,8 @@ async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:
 async def serve_http(
     gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8000, ready: Any = None, watch: float | None = None
 ) -> None:
-    """Serve Streamable HTTP at ``http://host:port/mcp``; prints ``READY <url>`` on stdout once listening (port
-    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`)."""
+    """Serve Streamable HTTP at ``http://host:port/mcp``; calls ``ready(url)`` once listening (port 0 picks a free
+    one). ``watch``: follow the live registry (see :meth:`Gateway.follow`). An ``OSError`` says it could not listen."""
     import anyio
     import uvicorn
 
@@ -262,8 +266,6 @@ async def serve_http(
         url = f"http://{host}:{bound}/mcp"
         if ready is not None:
             ready(url)
-        else:
-            print(f"READY {url}", flush=True)
 
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
@@ -272,4 +274,4 @@ async def serve_http(
         await server.serve()
         group.cancel_scope.cancel()
     if not server.started:
-        print(f"error: cannot listen on {host}:{port}", file=sys.stderr)
+        raise OSError(f"cannot listen on {host}:{port}")
