@@ -130,7 +130,7 @@ def test_an_embedding_cache_fifo_is_ignored_with_a_warning(fifo: Path, caplog: p
     class Named:
         name = "stub-embedder"
 
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.vector_cache"):
         cache = within(lambda: EmbeddingCache(Named(), fifo))  # type: ignore[arg-type]
     assert len(cache) == 0
     assert f"ignoring embedding cache {fifo} ({fifo}: cannot read the embedding cache: {FIFO})" in caplog.text

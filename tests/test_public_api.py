@@ -168,3 +168,35 @@ def test_the_core_and_the_loop_import_no_sdk_and_no_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+# What a user calls on a composer (docs/library.md): composing, in each of its forms; the baseline audit measures
+# against; a tool's full text; composers derived from this one. How a mode is rendered, and each tool's
+# definitions, are not methods of the composer (``composer.definitions``, core/definitions.py).
+COMPOSER_METHODS = {
+    "compose",
+    "compose_native",
+    "compose_pinned",
+    "pinned_prompt",
+    "baseline",
+    "tiers",
+    "fetch_text",
+    "with_context",
+    "for_registry",
+}
+COMPOSER_ATTRIBUTES = {"registry", "counter", "definitions"}
+
+
+def test_the_composer_surface_is_pinned() -> None:
+    from prompt_composer import Composer
+    from prompt_composer.core.definitions import ToolDefinitions
+    from tests.helpers import REG
+
+    assert {name for name in vars(Composer) if not name.startswith("_")} == COMPOSER_METHODS
+    composer = Composer(REG)
+    assert {name for name in vars(composer) if not name.startswith("_")} == COMPOSER_ATTRIBUTES
+    assert isinstance(composer.definitions, ToolDefinitions)
+    assert {name for name in vars(ToolDefinitions) if not name.startswith("_")} == {"get", "stub"}
+    assert {name for name in vars(composer.definitions) if not name.startswith("_")} == {"tools", "counter", "views"}
+    # A composer for the same tool docs (other mode settings, as tune tries) shares the built definitions.
+    assert composer.for_registry(REG).definitions is composer.definitions

@@ -106,8 +106,12 @@ class ComposedClientBase:
     def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> Self:
         """The same client, composer and session store for another task (or mode, or policy)."""
         other = object.__new__(type(self))
+        other._inherit(self)
         other._attach(self._client, self._state.derive(task_id=task_id, mode=mode, policy=policy))
         return other
+
+    def _inherit(self, source: Self) -> None:
+        """Take a subclass's own options from ``source`` (a client for another task), before the task is bound."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

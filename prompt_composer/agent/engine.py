@@ -1,69 +1,9 @@
 """The tool loop, whatever the provider: every decision it makes, written once for sync and async.
 
-This module imports no provider SDK. What the loop decides lives here: composing each request under the promotion
-policy, answering ``fetch_tool_description`` / ``tool_search`` / ``call_tool`` itself, refusing tools outside
-the mode and paths outside its file restrictions, asking ``approve``, running executors, recording executed
-calls into the task's recent-use FIFO, inline promotion, text-style calls (``prompt_composer.agent.textcalls``),
-usage totals and ``max_iterations``. How a provider spells requests, replies, tool results, streaming and usage
-lives in its adapter: ``prompt_composer.agent.anthropic`` (Messages API) and ``prompt_composer.agent.openai``
-(Chat Completions; ``responses.create`` is composed too).
-
-The loop is one generator (:meth:`Loop.steps`) that *yields* what it needs done: send a request, ask
-``approve``, run an executor, show ``on_iteration`` an iteration. The drivers (``prompt_composer.agent.drivers``)
-perform those effects, synchronously or with ``await``, and hold no decision of their own; so the sync and async
-loops cannot drift apart.
-
-Promotion policies (per mode, ``ModeConfig.promotion``; the wrapper's ``policy`` overrides it):
-
-- ``every_turn``: recompose every request from the task's recent-use FIFO.
-- ``task_start``: compose once per task and mode (pinned in the :class:`TaskSession`); a brief tool is
-  expanded only by ``fetch_tool_description``.
-- ``inline``: like ``task_start``; besides, the first *executed* call of a tool that is brief in the pinned
-  prompt gets the tool's full description appended once, as a text block after the tool's output in the same
-  tool_result. A tool whose description was already fetched (or appended) in the task is not appended again.
-
-Text-style modes (``tool_style: text``) send no composed tools: every doc is in the system prompt and the model
-calls a tool by answering with a fenced block (see ``templates/tool_use.j2``)::
-
-    ```tool_call
-    {"name": "read_file", "input": {"path": "README.md"}}
-    ```
-
-The loop reads every such block of the assistant's text (several in one message, prose around them, trailing
-spaces after the fence are fine; see :func:`~prompt_composer.agent.textcalls.parse_tool_call_blocks`) and answers each
-through the same path as a native tool call: access check, file restrictions, approval, executor, FIFO, inline
-promotion. A block it cannot read (bad JSON, no ``name``, an ``input`` that is not an object) gets an error
-result and the loop goes on.
-The results go back in one user message, one labelled text per call, in order, each starting with a label line
-``tool_result name=<tool> ok`` (or ``error``). The loop ends at an assistant message without a tool_call block,
-unless that message imitates a result (a line starting like the label, or a fenced ``tool_result`` block, as a
-small model writes after an error): then the loop tells the model so in a user message and asks again (bounded
-by ``max_iterations``; the iteration's ``correction`` holds what was said). A reply with no tool_call block that
-writes a call in another shape (a ```json block naming a tool, or holding only the arguments of the one tool its
-prose names; see :func:`~prompt_composer.agent.textcalls.read_loose_call`) is answered as that call, through the same
-checks and approval.
-
-Discovery modes (``discovery: true``): the loop answers ``tool_search`` itself, like ``fetch_tool_description``,
-through :func:`~prompt_composer.discovery.handle_tool_search` with the wrapper's
-:class:`~prompt_composer.discovery.ToolSearch` (``wrap(..., search=...)``; by default one is built from the registry
-on the first search, loading the default embedder lazily). The tools found join the task session, so the *next*
-request lists them after the permanent tools and before ``tool_search`` / ``fetch_tool_description``, in
-discovery order. Outside a discovery mode ``tool_search`` is an unknown tool (an error result). Discovery only
-ever appends to the tool list, so a discovery mode's prompt is recomposed from the discovered set under every
-policy (``task_start`` / ``inline`` do not pin it, or the pinned prompt would hide what was found); since the
-FIFO plays no part in it, the recomposed prompt changes only when a search adds tools.
-
-``call_tool`` (``wrap(..., call_tool=True)``): the wrapper appends
-:func:`~prompt_composer.discovery.call_tool_definition` to the composed tools (native-style modes) and the loop
-answers ``call_tool`` calls in either style: :func:`~prompt_composer.discovery.check_call` (the mode allows the
-tool, the arguments match its schema, file restrictions), then the inner call takes the same path as a direct
-call of that tool: approval (which sees the inner name and arguments, ``via="call_tool"``), executor, FIFO,
-inline promotion. Its record names the inner tool (``via="call_tool"``); a call_tool call refused before that
-keeps the name ``call_tool``. Without ``call_tool=True`` it is an unknown tool; a ``call_tool`` the caller
-defines in ``tools=`` is the caller's, like any caller tool.
-
-Most users never import this module: ``wrap(client, mode=..., task_id=...)`` (``prompt_composer.agent.wrapping``,
-or an adapter module) returns a composed client whose ``run(...)`` is this loop.
+:class:`Loop` is one generator that yields the effects it needs (send a request, ask ``approve``, run an
+executor, show an iteration); the drivers (:mod:`.drivers`) perform them with or without ``await``. It imports no
+provider SDK: adapters (:mod:`.anthropic`, :mod:`.openai`, :mod:`.responses`) translate wire formats. What it
+decides (promotion policies, text-style calls, discovery, ``call_tool``): docs/architecture.md, "The tool loop".
 """
 
 from __future__ import annotations

@@ -53,7 +53,6 @@ import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion
 
-from ..core.promotion import Policy
 from ..core.prompt import ComposedPrompt
 from ..core.session import TaskSession
 from ..shared.jsontext import decode_json
@@ -315,11 +314,8 @@ class _OpenAIClient(ComposedClientBase):
     def _run_adapter(self) -> Adapter:
         return ResponsesAdapter(hosted=self._hosted_search) if self._api == "responses" else self._adapter
 
-    def for_task(self, task_id: str, *, mode: str | None = None, policy: Policy | None = None) -> Self:
-        other = object.__new__(type(self))
-        other._api, other._hosted_search = self._api, self._hosted_search
-        other._attach(self._client, self._state.derive(task_id=task_id, mode=mode, policy=policy))
-        return other
+    def _inherit(self, source: Self) -> None:
+        self._api, self._hosted_search = source._api, source._hosted_search
 
     def tool_search_output(self, call: Mapping[str, Any] | Any) -> dict[str, Any]:
         """Answer a ``tool_search_call`` item (``"execution": "client"``) of a native Responses conversation you run

@@ -142,7 +142,7 @@ def responses_native_tools(
             "type": "namespace",
             "name": space.name,
             "description": space.description,
-            "tools": [_deferred_function(composer.definition(n, full=False)[0]) for n in space.tools],
+            "tools": [_deferred_function(composer.definitions.get(n, full=False)[0]) for n in space.tools],
         }
         for space in namespaces(hidden, composer.registry, taken=composer.registry.tools.keys())
     ]
@@ -156,7 +156,7 @@ def loaded_namespaces(loaded: Sequence[str], deferred: Sequence[str], composer: 
     wanted = set(loaded)
     out = []
     for space in namespaces(deferred, composer.registry, taken=composer.registry.tools.keys()):
-        found = [_deferred_function(composer.definition(n, full=True)[0]) for n in space.tools if n in wanted]
+        found = [_deferred_function(composer.definitions.get(n, full=True)[0]) for n in space.tools if n in wanted]
         if found:
             out.append({"type": "namespace", "name": space.name, "description": space.description, "tools": found})
     return out

@@ -69,7 +69,7 @@ def register(sub: Any) -> None:
 def _quiet_search_logs() -> Iterator[None]:
     """Search warnings reach the user once, through the result, on stderr; not again through logging. Scoped, so
     a caller running the CLI in-process (tests, notebooks) keeps its own logging afterwards."""
-    logger = logging.getLogger("prompt_composer.discovery.search")
+    logger = logging.getLogger("prompt_composer.discovery")  # search and the modules it runs
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:

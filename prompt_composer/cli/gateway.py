@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..core.live import LiveRegistry
@@ -90,6 +92,32 @@ def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegi
     return LiveRegistry(args.docs, on_error=report)
 
 
+def _announce(url: str) -> None:
+    print(f"READY {url}", flush=True)
+
+
+@contextlib.contextmanager
+def _gateway_notices(args: argparse.Namespace) -> Iterator[None]:
+    """The gateway's notices (a reload, a version refused) on stderr while it serves, one line each. With -v or -q
+    the command's own handler on the package logger decides what is shown, so this one stays out of its way."""
+    if getattr(args, "verbose", 0) or getattr(args, "quiet", 0):
+        yield
+        return
+    logger = logging.getLogger("prompt_composer.mcp.gateway")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import anyio
@@ -130,7 +158,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def serve(gateway: Gateway) -> None:
         if args.transport == "http":
-            await serve_http(gateway, host=args.host, port=args.port, watch=args.watch, security=security)
+            await serve_http(
+                gateway, host=args.host, port=args.port, watch=args.watch, security=security, ready=_announce
+            )
         else:
             await serve_stdio(gateway, watch=args.watch)
 
@@ -167,8 +197,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             await serve(gateway(upstreams))
 
     try:
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops a server
+        with contextlib.suppress(KeyboardInterrupt), _gateway_notices(args):  # Ctrl-C is how a user stops a server
             anyio.run(main)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         if events is not None and (drops := events.close()).total:
             print(f"# event log {args.log}: {drops_line(drops)}", file=sys.stderr)

@@ -66,5 +66,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     gguf = args.gguf if args.gguf is not None else None
     if gguf is None:
         print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)
-    serve(gguf=gguf, host=args.host, port=args.port, ctx=args.ctx, template=args.chat_template, threads=args.threads)
+    serve(
+        gguf=gguf,
+        host=args.host,
+        port=args.port,
+        ctx=args.ctx,
+        template=args.chat_template,
+        threads=args.threads,
+        out=sys.stdout,
+    )
     return 0

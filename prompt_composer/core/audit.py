@@ -141,8 +141,8 @@ def tool_audit(composer: Composer, doc: ToolDoc) -> ToolAudit:
     return ToolAudit(
         name=doc.name,
         group=doc.group,
-        brief_tokens=composer.definition(doc.name, full=False)[1],
-        full_tokens=composer.definition(doc.name, full=True)[1],
+        brief_tokens=composer.definitions.get(doc.name, full=False)[1],
+        full_tokens=composer.definitions.get(doc.name, full=True)[1],
         brief_words=count_words(doc.brief),
         brief_source=doc.brief_source,
     )
@@ -158,16 +158,16 @@ def mode_audit(composer: Composer, mode: Mode, tool_audits: dict[str, ToolAudit]
     if mode.config.discovery:
         # A discovery mode's list grows with what tool_search finds, up to the session's limit.
         worst_recent = tuple(largest[:DEFAULT_DISCOVERED])
-        composed = composer.compose_discovery(mode, ()).tokens.total
-        worst = composer.compose_discovery(mode, worst_recent).tokens.total
+        composed = composer.compose(mode, loaded=()).tokens.total
+        worst = composer.compose(mode, loaded=worst_recent).tokens.total
     elif tiers is not None:
         # The FIFO full of the largest brief tools, and as many of the largest catalog and name tools loaded as a
         # task may load (the session's limit).
         brief = [n for n in largest if not tiers.unlisted(n)][: mode.recent_size]
         unlisted = [n for n in largest if tiers.unlisted(n)][:DEFAULT_DISCOVERED]
         worst_recent = (*brief, *unlisted)
-        composed = composer.compose_tiered(mode).tokens.total
-        worst = composer.compose_tiered(mode, recent=brief, loaded=unlisted).tokens.total
+        composed = composer.compose(mode, recent=(), loaded=()).tokens.total
+        worst = composer.compose(mode, recent=brief, loaded=unlisted).tokens.total
     else:
         worst_recent = tuple(n for n in mode.allowed if n in set(largest[: mode.recent_size]))
         composed = composer.compose(mode, recent=()).tokens.total

@@ -9,7 +9,6 @@ tool doc is printed as those characters.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -20,11 +19,11 @@ import jinja2
 from cachetools import LRUCache
 
 from .builtins import fetch_tool_definition, tool_search_definition
+from .definitions import ToolDefinitions
 from .fetch import fetch_tool_doc
 from .modes import Mode
 from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_doc, doc_view
 from .registry import Registry
-from .schema import strip_descriptions
 from .session import PinnedPrompt, TaskSession
 from .tiers import Tiers, catalog_line, grouped, summary
 from .tiers import assign as assign_tiers
@@ -73,6 +72,9 @@ class Composer:
     mode's), or anything your own templates use). Both are fixed for the composer's life; see
     :meth:`with_context` for a composer with other values. ``usage`` (tool → how often it was used) orders a
     tiered mode's tools: the least used become catalog lines or names first (see :mod:`.tiers`).
+
+    ``definitions`` holds each tool's native definitions (full, brief, stub) and their token counts
+    (:class:`~prompt_composer.core.definitions.ToolDefinitions`).
     """
 
     def __init__(
@@ -85,23 +87,48 @@ class Composer:
         cache_size: int = 4096,
         usage: Mapping[str, int] | None = None,
     ) -> None:
+        counter = counter if counter is not None else default_counter()
+        self._init(
+            registry,
+            counter=counter,
+            templates=templates,
+            env=_environment(templates),
+            context=context or {},
+            cache_size=cache_size,
+            usage=usage or {},
+            definitions=ToolDefinitions(registry.tools, counter),
+        )
+
+    def _init(
+        self,
+        registry: Registry,
+        *,
+        counter: TokenCounter,
+        templates: str | Path | None,
+        env: jinja2.Environment,
+        context: Mapping[str, Any],
+        cache_size: int,
+        usage: Mapping[str, int],
+        definitions: ToolDefinitions,
+    ) -> None:
+        """Set every field; :meth:`for_registry` calls it with parts shared with another composer."""
         self.registry = registry
-        self.counter: TokenCounter = counter if counter is not None else default_counter()
+        self.counter: TokenCounter = counter
+        self.definitions = definitions
         self._templates = templates
-        self._env = _environment(templates)
+        self._env = env
         self._context: dict[str, Any] = {
             "mcp_servers": [],
             "system_info": {},
             "capabilities": "",
             "custom_instructions": "",
-            **(context or {}),
+            **context,
         }
-        self._views = {name: doc_view(doc) for name, doc in registry.tools.items()}
-        self._definitions: dict[tuple[str, bool | str], tuple[dict[str, Any], int]] = {}
+        self._views = definitions.views
         self._cache: LRUCache[tuple[str, str, tuple[str, ...]], ComposedPrompt] = LRUCache(maxsize=cache_size)
         self._lock = threading.Lock()
         # How often each tool was used (an event log's counts, say): in a tiered mode the least used go poorer first.
-        self._usage: dict[str, int] = dict(usage or {})
+        self._usage: dict[str, int] = dict(usage)
         self._tiers: dict[str, Tiers] = {}
 
     # -- public API ----------------------------------------------------------------------------------
@@ -122,18 +149,18 @@ class Composer:
         """A composer for ``registry`` with this one's counter, templates and context, and its own cache. When
         ``registry`` holds the same tool docs (the same folder with other mode settings, as ``tune`` tries), it
         shares this one's compiled templates and tool definitions instead of building them again."""
-        other = Composer(
+        same_docs = dict(registry.tools) == dict(self.registry.tools)
+        other = Composer.__new__(Composer)
+        other._init(
             registry,
             counter=self.counter,
+            templates=self._templates,
+            env=self._env,
             context=self._context,
             cache_size=int(self._cache.maxsize),
             usage=self._usage,
+            definitions=self.definitions if same_docs else ToolDefinitions(registry.tools, self.counter),
         )
-        other._templates = self._templates
-        other._env = self._env
-        if dict(registry.tools) == dict(self.registry.tools):
-            other._views = self._views
-            other._definitions = self._definitions
         return other
 
     def compose(
@@ -144,11 +171,13 @@ class Composer:
         recent: Sequence[str] | None = None,
         loaded: Sequence[str] | None = None,
     ) -> ComposedPrompt:
-        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``; in a tiered mode, an
-        explicit list of ``loaded`` tools, else the session's)."""
+        """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``; in a tiered or a
+        discovery mode, an explicit list of the tools ``loaded`` (found by ``tool_search``), else the session's)."""
         resolved = self._mode(mode)
         if resolved.config.discovery:
-            return self.compose_discovery(resolved, session.discovered(resolved) if session is not None else ())
+            if loaded is None:
+                loaded = session.discovered(resolved) if session is not None else ()
+            return self._compose_discovery(resolved, loaded)
         if recent is None:
             view = session.recent(resolved) if session is not None else ()
         else:
@@ -156,14 +185,14 @@ class Composer:
         if resolved.config.tiers is not None:
             if loaded is None:
                 loaded = session.discovered(resolved) if session is not None else ()
-            return self.compose_tiered(resolved, recent=view, loaded=loaded)
+            return self._compose_tiered(resolved, recent=view, loaded=loaded)
         return self._cached(
             resolved,
             view,
-            lambda: self.render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view),
+            lambda: self._render(resolved, full=frozenset(resolved.permanent) | frozenset(view), recent=view),
         )
 
-    def compose_tiered(
+    def _compose_tiered(
         self, mode: str | Mode, *, recent: Sequence[str] = (), loaded: Sequence[str] = ()
     ) -> ComposedPrompt:
         """A tiered mode's prompt: its permanent and brief tools in the mode's order (the ``recent`` ones in full),
@@ -182,7 +211,7 @@ class Composer:
         return self._cached(
             resolved,
             ("\0tiers", *view, "\0", *appended),
-            lambda: self.render(resolved, full=full, recent=view, tiers=tiers, loaded=appended),
+            lambda: self._render(resolved, full=full, recent=view, tiers=tiers, loaded=appended),
         )
 
     def compose_native(
@@ -218,8 +247,8 @@ class Composer:
         full = frozenset(eager) | frozenset(appended)
 
         def build() -> ComposedPrompt:
-            prompt = self.render(resolved, full=full, recent=view, tiers=tiers, loaded=appended, briefs=briefs)
-            hidden = sum(self.definition(n, full=True)[1] for n in deferred) if loaded is None else 0
+            prompt = self._render(resolved, full=full, recent=view, tiers=tiers, loaded=appended, briefs=briefs)
+            hidden = sum(self.definitions.get(n, full=True)[1] for n in deferred) if loaded is None else 0
             return replace(
                 prompt,
                 deferred=deferred,
@@ -246,22 +275,24 @@ class Composer:
             return cached
         docs = self.registry.tools
         builtins = [tool_search_definition(resolved), fetch_tool_definition(resolved)]
-        fixed = sum(self.definition(n, full=True)[1] for n in resolved.permanent) + count_tools(self.counter, builtins)
+        fixed = sum(self.definitions.get(n, full=True)[1] for n in resolved.permanent) + count_tools(
+            self.counter, builtins
+        )
 
         # With stubs a catalog or name tool costs its stub in the tool list, not a line of the system prompt.
         def line_cost(name: str) -> int:
             if config.stubs:
-                return self.stub(name, summarised=True)[1]
+                return self.definitions.stub(name, summarised=True)[1]
             return self.counter.count(catalog_line(docs[name])) + 1
 
         def name_cost(name: str) -> int:
-            return self.stub(name, summarised=False)[1] if config.stubs else self.counter.count(name) + 1
+            return self.definitions.stub(name, summarised=False)[1] if config.stubs else self.counter.count(name) + 1
 
         computed = assign_tiers(
             resolved,
             config,
             fixed=fixed,
-            brief_cost=lambda n: self.definition(n, full=False)[1],
+            brief_cost=lambda n: self.definitions.get(n, full=False)[1],
             line_cost=line_cost,
             name_cost=name_cost,
             usage=self._usage,
@@ -270,7 +301,7 @@ class Composer:
             self._tiers[resolved.slug] = computed
         return computed
 
-    def compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
+    def _compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
         """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
         list only grows at its end), then ``tool_search`` and ``fetch_tool_description``. All listed tools are
         in full; tools the mode does not allow, and permanent ones, are dropped from ``discovered``."""
@@ -285,7 +316,9 @@ class Composer:
         return self._cached(
             resolved,
             ("\0discovery", *view),
-            lambda: self.render(resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view)),
+            lambda: self._render(
+                resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view)
+            ),
         )
 
     def compose_pinned(self, pin: PinnedPrompt, mode: Mode | None = None) -> ComposedPrompt:
@@ -302,7 +335,7 @@ class Composer:
             raise ValueError(f"the prompt was pinned for mode {pin.mode!r}, not {resolved.slug!r}")
         # The same calls compose(mode, session) makes, with the views it read from the session at pin time.
         if resolved.config.discovery:
-            return self.compose_discovery(resolved, pin.discovered)
+            return self._compose_discovery(resolved, pin.discovered)
         return self.compose(resolved, recent=pin.recent)
 
     def pinned_prompt(self, session: TaskSession, key: str, mode: Mode) -> ComposedPrompt:
@@ -329,15 +362,11 @@ class Composer:
     def baseline(self, mode: str | Mode) -> ComposedPrompt:
         """What an agent without prompt-composer sends: every allowed tool in full, no fetch tool."""
         resolved = self._mode(mode)
-        return self.render(resolved, full=frozenset(resolved.allowed), recent=(), include_fetch=False)
+        return self._render(resolved, full=frozenset(resolved.allowed), recent=(), include_fetch=False)
 
     def fetch_text(self, name: str) -> str:
         """The full description and schema of any registry tool (no access check: see fetch.handle_fetch)."""
         return fetch_tool_doc(self.registry.tool(name))
-
-    def cache_info(self) -> dict[str, int]:
-        with self._lock:
-            return {"size": len(self._cache), "maxsize": int(self._cache.maxsize)}
 
     # -- rendering -----------------------------------------------------------------------------------
 
@@ -351,7 +380,7 @@ class Composer:
         session.record_uses(recent)
         return session.recent(mode)
 
-    def render(
+    def _render(
         self,
         mode: Mode,
         *,
@@ -366,7 +395,7 @@ class Composer:
         """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
 
         ``discovered`` (discovery modes) limits the tools to the permanent ones and those, see
-        :meth:`compose_discovery`; ``tiers`` and ``loaded`` (tiered modes), see :meth:`compose_tiered`."""
+        :meth:`_compose_discovery`; ``tiers`` and ``loaded`` (tiered modes), see :meth:`_compose_tiered`."""
         discovery = discovered is not None
         permanent = set(mode.permanent)
         # A mode whose every tool is permanent (or that has none) has nothing to expand: offering the fetch tool
@@ -405,7 +434,7 @@ class Composer:
                 mode, allowed, full, discovery=discovery or tiers is not None, include_fetch=include_fetch, tiers=tiers
             )
             for name in loaded:  # loaded tools go last, in load order: loading only ever appends
-                definition, n_tokens = self.definition(name, full=True)
+                definition, n_tokens = self.definitions.get(name, full=True)
                 native.append(definition)
                 tool_tokens += n_tokens
         system = f"{stable}\n\n{recent_text}" if recent_text else stable
@@ -513,9 +542,9 @@ class Composer:
         tool_tokens = 0
         for name in allowed:
             if tiers is not None and name not in full and tiers.stubbed(name):
-                definition, n_tokens = self.stub(name, summarised=name in tiers.catalog)
+                definition, n_tokens = self.definitions.stub(name, summarised=name in tiers.catalog)
             else:
-                definition, n_tokens = self.definition(name, full=name in full)
+                definition, n_tokens = self.definitions.get(name, full=name in full)
             native.append(definition)
             tool_tokens += n_tokens
         if discovery:
@@ -527,36 +556,6 @@ class Composer:
             native.append(fetch)
             tool_tokens += count_tools(self.counter, [fetch])
         return native, tool_tokens
-
-    def definition(self, name: str, *, full: bool) -> tuple[dict[str, Any], int]:
-        """A tool's native definition (full or brief) and its token count, built once per composer.
-
-        The schema is a private copy, so a caller editing a composed tool cannot reach the registry's docs."""
-        doc = self.registry.tools[name]
-        if full:
-            return self._built((name, full), lambda: {
-                "name": name, "description": doc.full, "input_schema": copy.deepcopy(doc.input_schema)
-            })  # fmt: skip
-        return self._built((name, full), lambda: {
-            "name": name, "description": doc.brief, "input_schema": strip_descriptions(doc.input_schema)
-        })  # fmt: skip
-
-    def stub(self, name: str, *, summarised: bool) -> tuple[dict[str, Any], int]:
-        """A tool's stub definition (a tiered mode with ``stubs: true``): its name, its catalog summary when
-        ``summarised`` (else no description), and a schema that takes any object; and its token count."""
-        doc = self.registry.tools[name]
-        return self._built((name, "stub" if summarised else "bare"), lambda: {
-            "name": name, "description": summary(doc) if summarised else "", "input_schema": {"type": "object"}
-        })  # fmt: skip
-
-    def _built(self, key: tuple[str, bool | str], build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
-        """The definition cached under ``key`` and its token count, built and counted on first use."""
-        cached = self._definitions.get(key)
-        if cached is None:
-            definition = build()
-            cached = (definition, count_tools(self.counter, [definition]))
-            self._definitions[key] = cached  # a race only builds the same value twice
-        return cached
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:
         return self._env.get_template(f"{name}.j2").render(values).strip()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .phrasings import Phrasings
 
 # Building vectors belongs to the search: its warnings go to the search's logger (the CLI quiets that one).
-_log = logging.getLogger("prompt_composer.discovery.search")
+log = logging.getLogger(__name__)
 
 _SEMANTIC_TEXT_CHARS = 1500
 _SEMANTIC_HEAD_CHARS = 400  # of the full text, in the one of a tool's semantic texts that reads it
@@ -144,7 +144,7 @@ class ToolVectors:
         try:
             cache.save()
         except OSError as exc:  # a read-only or full cache: search works, the next process re-embeds
-            _log.warning("could not save tool vectors to %s: %s", cache.path, exc)
+            log.warning("could not save tool vectors to %s: %s", cache.path, exc)
         if keys:
             matrix = np.stack([np.mean([np.asarray(vectors[k]) for k in tool], axis=0) for tool in keys])
         else:

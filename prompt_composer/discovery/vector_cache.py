@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .embeddings import Embedder, FloatArray
 
 # Cache problems are logged where they always were, with the embedders (tests and users filter on that name).
-log = logging.getLogger("prompt_composer.discovery.embeddings")
+log = logging.getLogger(__name__)
 
 
 class EmbeddingCacheWarning(UserWarning):

@@ -9,6 +9,7 @@ for tests and benchmarks.
 from __future__ import annotations
 
 import ctypes
+import logging
 import signal
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from ..errors import InputFileError, LocalModelError
 from ..shared.files import read_text
 from ..shared.net import is_loopback
 from .weights import DEFAULT_WEIGHTS, is_set_up, model_path
+
+log = logging.getLogger(__name__)
 
 # Packaged chat templates by name (files in prompt_composer/local/chat_templates/).
 CHAT_TEMPLATES = ("qwen2.5-json-tools",)
@@ -69,7 +72,7 @@ def serve(
     stop: threading.Event | None = None,
 ) -> None:
     """Run llama.cpp's server in this process until SIGINT/SIGTERM (or ``stop``), printing
-    ``READY http://HOST:PORT`` on ``out`` once ``/health`` answers.
+    ``READY http://HOST:PORT`` on ``out`` (when given) once ``/health`` answers.
 
     ``template``: a packaged template name, a path to a Jinja file, or ``"gguf"`` for the file's own. Default:
     the packaged template of the default weights; the GGUF's own for a file given with ``gguf``."""
@@ -97,14 +100,16 @@ def serve(
     elif template != "gguf":
         params.chat_template = read_chat_template(template)
     if not is_loopback(host):
-        print(f"warning: serving on {host}: anyone who reaches it can use the model (no API key)", file=sys.stderr)
+        log.warning("serving on %s: anyone who reaches it can use the model (no API key)", host)
     try:
         server = xllamacpp.Server(params)
     except RuntimeError as exc:  # llama.cpp has logged why (a bad GGUF, a port in use …) on stderr
         raise LocalModelError(f"llama.cpp could not start a server for {path} on {host}:{port} ({exc})") from exc
     url = str(server.listening_address)
     _wait_healthy(url)
-    print(f"READY {url}", file=out or sys.stdout, flush=True)
+    if out is not None:
+        out.write(f"READY {url}\n")
+        out.flush()
     stop = stop or threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -154,11 +159,11 @@ class LocalModelServer:
         self._log: IO[str] | None = None
 
     def start(self) -> str:
-        self._log = log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop())
+        self._log = errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop())
         process = subprocess.Popen(
             self.command,
             stdout=subprocess.PIPE,
-            stderr=log,
+            stderr=errlog,
             text=True,
             start_new_session=True,  # a Ctrl-C in the terminal is the parent's to handle
             preexec_fn=_die_with_parent,  # a parent killed without cleanup must not leave 2 GB behind
@@ -175,8 +180,8 @@ class LocalModelServer:
                 exited: int | None = process.wait(timeout=5) if lines else None
             except subprocess.TimeoutExpired:
                 exited = None
-            log.seek(0)
-            lines = log.read().strip().splitlines()
+            errlog.seek(0)
+            lines = errlog.read().strip().splitlines()
             errors = [text for text in lines if " E " in text or "Error" in text] or lines[-3:]
             self.stop()
             why = f"exited with code {exited}" if exited is not None else f"did not start within {self.timeout:.0f} s"

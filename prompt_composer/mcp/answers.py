@@ -45,7 +45,7 @@ from .upstreams import Upstreams
 
 
 @dataclass
-class _Client:
+class ClientTask:
     """One connection's task: its session (FIFO, what it fetched or was shown) and the id events name it by.
     ``alone``: a request that no later one can be tied to (2026-07-28 over HTTP), whose task ends with it."""
 
@@ -84,7 +84,7 @@ class Answers:
         self.events = events
 
     async def answer(
-        self, version: Version, client: _Client, name: str, arguments: Mapping[str, Any]
+        self, version: Version, client: ClientTask, name: str, arguments: Mapping[str, Any]
     ) -> tuple[list[Any], bool]:
         """A call's content blocks and error flag. Never raises for anything the model or an upstream did."""
         if name == FETCH_TOOL_NAME:
@@ -99,10 +99,10 @@ class Answers:
 
     # -- the tools the gateway answers itself ----------------------------------------------------------
 
-    def _fetch(self, version: Version, client: _Client, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
+    def _fetch(self, version: Version, client: ClientTask, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
         fetched = answer_fetch(version.registry, version.mode, client.task, arguments)
         outcome = "refused" if fetched.is_error else "ok"
-        self._emit(version, client, "fetch", call_id=None, tool=fetched.tool, outcome=outcome)
+        self.emit(version, client, "fetch", call_id=None, tool=fetched.tool, outcome=outcome)
         if fetched.is_error:
             self._refusal(version, client, fetched.tool, "fetch", fetched.content)
         content = fetched.content
@@ -111,7 +111,7 @@ class Answers:
         self._call_event(version, client, FETCH_TOOL_NAME, None, outcome, 0.0, arguments, content)
         return [_text(content)], fetched.is_error
 
-    def _search(self, version: Version, client: _Client, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
+    def _search(self, version: Version, client: ClientTask, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
         # No session: the list never changes, so nothing is "activated"; what the model was shown is marked below.
         found = handle_tool_search(version.search.get(), version.mode, arguments)
         content, shown = found.content, list[str]()
@@ -120,14 +120,14 @@ class Answers:
             content += docs
         if self.events is not None and found.result is not None:
             fields = search_fields(found, include_content=self.events.include_content)
-            self._emit(version, client, "search", call_id=None, **fields)
+            self.emit(version, client, "search", call_id=None, **fields)
         for name in shown:
-            self._emit(version, client, "promotion", tool=name, kind="inline")
+            self.emit(version, client, "promotion", tool=name, kind="inline")
         outcome = "error" if found.is_error else "ok"
         self._call_event(version, client, TOOL_SEARCH_NAME, None, outcome, 0.0, arguments, content)
         return [_text(content)], found.is_error
 
-    def _found_docs(self, version: Version, client: _Client, names: tuple[str, ...]) -> tuple[str, list[str]]:
+    def _found_docs(self, version: Version, client: ClientTask, names: tuple[str, ...]) -> tuple[str, list[str]]:
         """How to call the tools a search found, then the full text of each the task has not been shown yet; and
         the names of those shown now."""
         mode, listing = version.mode, version.listing
@@ -150,14 +150,14 @@ class Answers:
 
     # -- the mode's tools ------------------------------------------------------------------------------
 
-    async def _call(self, version: Version, client: _Client, call: _Call) -> tuple[list[Any], bool]:
+    async def _call(self, version: Version, client: ClientTask, call: _Call) -> tuple[list[Any], bool]:
         registry, mode, listing = version.registry, version.mode, version.listing
         arguments = call.arguments()
         if mode.allows(call.tool) and listing.listed(call.tool) == "brief":
             prompt = version.composer.compose(mode)  # the list's own composition (a cache hit)
             unseen = check_unseen(registry, mode, prompt, client.task, call.tool, arguments)
             if unseen is not None:
-                self._emit(version, client, "promotion", tool=call.tool, kind="recovery")
+                self.emit(version, client, "promotion", tool=call.tool, kind="recovery")
                 self._call_event(version, client, call.tool, call.via, "error", 0.0, call.request, unseen)
                 return [_text(unseen)], True
         checked = check_call(registry, mode, call.request)
@@ -179,14 +179,14 @@ class Answers:
             content = [*content, _text(inline_text(registry, tool))]
         return content, outcome != "ok"
 
-    def _executed(self, version: Version, client: _Client, tool: str) -> bool:
+    def _executed(self, version: Version, client: ClientTask, tool: str) -> bool:
         """Record a successful call in the task's FIFO; whether the tool's full text goes with its result (the
         first use of a tool the list does not show in full, unless the mode promotes at task start only)."""
         mode = version.mode
         before = client.task.recent(mode) if self.events is not None else ()
         client.task.record_use(tool)
         if self.events is not None and tool not in before and tool in client.task.recent(mode):
-            self._emit(version, client, "promotion", tool=tool, kind="fifo")
+            self.emit(version, client, "promotion", tool=tool, kind="fifo")
         policy = mode.config.promotion or DEFAULT_POLICY
         expanded = (
             policy != "task_start"
@@ -195,7 +195,7 @@ class Answers:
             and client.task.mark_expanded(tool)
         )
         if expanded:
-            self._emit(version, client, "promotion", tool=tool, kind="inline")
+            self.emit(version, client, "promotion", tool=tool, kind="inline")
         return expanded
 
     async def _execute(self, version: Version, tool: str, arguments: dict[str, Any]) -> tuple[list[Any], str]:
@@ -230,7 +230,7 @@ class Answers:
 
     # -- the event log (see prompt_composer.learn.events) ----------------------------------------------
 
-    def _emit(self, version: Version, client: _Client, kind: str, /, **fields: Any) -> None:
+    def emit(self, version: Version, client: ClientTask, kind: str, /, **fields: Any) -> None:
         tool = fields.get("tool")
         if isinstance(tool, str) and len(tool) > MAX_ECHOED_NAME:  # a name the model made up can be megabytes
             fields["tool"] = tool[:MAX_ECHOED_NAME] + cut_note(len(tool))
@@ -244,13 +244,13 @@ class Answers:
                 **fields,
             )
 
-    def _refusal(self, version: Version, client: _Client, tool: str, via: str | None, text: str) -> None:
-        self._emit(version, client, "refusal", call_id=None, tool=tool, via=via, reason=text.removeprefix("Error: "))
+    def _refusal(self, version: Version, client: ClientTask, tool: str, via: str | None, text: str) -> None:
+        self.emit(version, client, "refusal", call_id=None, tool=tool, via=via, reason=text.removeprefix("Error: "))
 
     def _call_event(
         self,
         version: Version,
-        client: _Client,
+        client: ClientTask,
         tool: str,
         via: str | None,
         outcome: str,
@@ -262,7 +262,7 @@ class Answers:
         if self.events is None:
             return
         content = {"input": arguments, "output": output} if self.events.include_content else {}
-        self._emit(
+        self.emit(
             version,
             client,
             "tool_call",

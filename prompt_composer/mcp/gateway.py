@@ -24,8 +24,8 @@ stateless 2026-07-28 revision (``server/discover`` and a per-request envelope), 
 
 from __future__ import annotations
 
+import logging
 import socket
-import sys
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,13 +39,15 @@ from ..discovery.search import LazySearch, ToolSearch
 from ..errors import SessionStoreError, UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
-from .answers import Answers, _Client, text_block
+from .answers import Answers, ClientTask, text_block
 from .auth import HttpSecurity, check_exposure
 from .framing import MAX_MESSAGE_BYTES, FramedHTTP, framed_stdio
 from .listing import DEFAULT_LIST_TTL_MS, Version, build_listing
 from .server import build_server
 from .tasks import event_task_id, task_key
 from .upstreams import Upstreams
+
+log = logging.getLogger(__name__)
 
 _KEPT_VERSIONS = 4  # registry versions whose list and search stay built (a reload usually needs two)
 
@@ -91,13 +93,13 @@ class Gateway:
         self._current = self._build(first, composer)
         self._announced = self._current.listing.encoded
         self._refused: set[str] = set()  # registry versions without the mode, reported once
-        # Each connection's task: keyed by what lives as long as the connection (see _client).
-        self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        # Each connection's task: keyed by what lives as long as the connection (see client_of).
+        self._clients: weakref.WeakKeyDictionary[Any, ClientTask] = weakref.WeakKeyDictionary()
         # Tasks HTTP clients name (see prompt_composer.mcp.tasks); Redis to share them between replicas.
         self.sessions: SessionStore = sessions if sessions is not None else InMemorySessionStore()
         self._legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # session-era connections, for list_changed
-        self._bus: Any = None  # the subscriptions/listen fan-out, with a live registry
-        self.server = build_server(self)
+        # The server, and with a live registry the subscriptions/listen fan-out (else None).
+        self.server, self._bus = build_server(self)
 
     # -- what every connection sees --------------------------------------------------------------------
 
@@ -137,9 +139,11 @@ class Gateway:
                 if registry.fingerprint not in self._refused:
                     self._refused.add(registry.fingerprint)
                     kept = self._current.registry.fingerprint
-                    print(
-                        f"# serve: the reloaded docs have no mode {self.slug!r} ({exc}); version {kept} keeps serving",
-                        file=sys.stderr,
+                    log.warning(
+                        "# serve: the reloaded docs have no mode %r (%s); version %s keeps serving",
+                        self.slug,
+                        exc,
+                        kept,
                     )
                 return self._current
         self._current = known
@@ -162,17 +166,17 @@ class Gateway:
             self._versions.pop(next(iter(self._versions)))
         return version
 
-    def tool_list(self, client: _Client) -> list[dict[str, Any]]:
+    def tool_list(self, client: ClientTask) -> list[dict[str, Any]]:
         """The tool list (the same for every client; ``client`` names the task in the ``list`` event)."""
         version = self.version()
         listing = version.listing
         if self.events is not None:
-            self._answers._emit(
+            self._answers.emit(
                 version, client, "list", tools=len(listing.tools), full=[n for n in listing.names if n in listing.full]
             )
         return list(listing.tools)
 
-    async def answer(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
+    async def answer(self, client: ClientTask, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]:
         """A call's content blocks and error flag (see :mod:`prompt_composer.mcp.answers`). A shared task store
         that fails is the call's error result: the model reads it, the client may retry, the gateway stays up."""
         try:
@@ -213,11 +217,11 @@ class Gateway:
                 continue  # nothing reloaded, or a version without the mode (version() said so)
             seen = live.current.fingerprint
             what = "its tool list changed (announced)" if changed else "its tool list is unchanged (nothing announced)"
-            print(f"# serve: docs reloaded (registry {seen}); mode {self.slug!r}: {what}", file=sys.stderr, flush=True)
+            log.info("# serve: docs reloaded (registry %s); mode %r: %s", seen, self.slug, what)
 
     # -- connections -----------------------------------------------------------------------------------
 
-    def _client(self, ctx: Any) -> _Client:
+    def client_of(self, ctx: Any) -> ClientTask:
         """The task of the connection ``ctx`` came on. A session-era connection (a stdio process, an HTTP
         ``Mcp-Session-Id``) keeps its ``Connection``; a 2026-07-28 stdio connection builds one per request over one
         outbound channel, which is its key; a 2026-07-28 HTTP request has no connection beyond itself. A request
@@ -231,24 +235,24 @@ class Gateway:
         if named is not None:  # a task the client named: in the store, whichever connection or replica asks
             if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 self._legacy.add(connection)  # still told of list changes
-            return _Client(self.sessions.get(named), task_id=event_task_id(named))
+            return ClientTask(self.sessions.get(named), task_id=event_task_id(named))
         if connection is None:
-            return _Client(TaskSession(), alone=True)
+            return ClientTask(TaskSession(), alone=True)
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if not connection.has_standalone_channel:
-                return _Client(TaskSession(), alone=True)
+                return ClientTask(TaskSession(), alone=True)
             key = connection.outbound
         else:
             key = connection
             self._legacy.add(connection)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = _Client(TaskSession())
+            client = self._clients[key] = ClientTask(TaskSession())
         return client
 
-    def _joined(self, ctx: Any) -> None:
+    def joined(self, ctx: Any) -> None:
         """A session-era client finished its handshake: note its connection, for list_changed."""
-        self._client(ctx)
+        self.client_of(ctx)
 
 
 async def serve_stdio(gateway: Gateway, *, watch: float | None = None) -> None:
@@ -274,8 +278,8 @@ async def serve_http(
     watch: float | None = None,
     security: HttpSecurity | None = None,
 ) -> None:
-    """Serve Streamable HTTP at ``http://host:port/mcp``; prints ``READY <url>`` on stdout once listening (port
-    0 picks a free one), or calls ``ready(url)``. ``watch``: follow the live registry (see :meth:`Gateway.follow`).
+    """Serve Streamable HTTP at ``http://host:port/mcp``; calls ``ready(url)`` once listening (port 0 picks a free
+    one). ``watch``: follow the live registry (see :meth:`Gateway.follow`). An ``OSError`` says it could not listen.
     ``security``: tokens and allowed origins (see :mod:`prompt_composer.mcp.auth`); a non-loopback ``host``
     without a verifier raises :class:`~prompt_composer.errors.AuthConfigError` unless it allows that."""
     import anyio
@@ -286,8 +290,7 @@ async def serve_http(
     try:  # bound first, so that with port 0 the protected-resource metadata names the real port
         sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as exc:
-        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     port = sock.getsockname()[1]
     options = security.app_options(gateway.slug, host, port)
     app = gateway.server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES, **options)
@@ -302,8 +305,6 @@ async def serve_http(
         url = f"http://{host}:{bound}/mcp"
         if ready is not None:
             ready(url)
-        else:
-            print(f"READY {url}", flush=True)
 
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
@@ -312,4 +313,4 @@ async def serve_http(
         await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
     if not server.started:
-        print(f"error: cannot listen on {host}:{port}", file=sys.stderr)
+        raise OSError(f"cannot listen on {host}:{port}")

@@ -100,7 +100,7 @@ def build_listing(composer: Composer, mode: Mode) -> Listing:
     prompt = composer.compose(mode)
     full, brief = frozenset(prompt.full), frozenset(prompt.brief)
     shown = full | brief
-    tools = [composer.definition(name, full=name in full)[0] for name in mode.allowed if name in shown]
+    tools = [composer.definitions.get(name, full=name in full)[0] for name in mode.allowed if name in shown]
     tiers = composer.tiers(mode) if prompt.tiered else None
     routed = prompt.discovery or prompt.tiered
     if routed:

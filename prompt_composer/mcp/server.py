@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from .gateway import Gateway
 
 
-def build_server(gateway: Gateway) -> Any:
+def build_server(gateway: Gateway) -> tuple[Any, Any]:
+    """The SDK server answering for ``gateway``, and the subscriptions/listen bus it announces list changes on
+    (``None`` without a live registry)."""
     import mcp_types as types
     from mcp.server.lowlevel.server import NotificationOptions, Server
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -28,7 +30,7 @@ def build_server(gateway: Gateway) -> Any:
     from ..shared.version import VERSION
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        tools = gateway.tool_list(gateway._client(ctx))
+        tools = gateway.tool_list(gateway.client_of(ctx))
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"]) for d in tools
@@ -38,11 +40,11 @@ def build_server(gateway: Gateway) -> Any:
         )
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        content, is_error = await gateway.answer(gateway._client(ctx), params.name, params.arguments or {})
+        content, is_error = await gateway.answer(gateway.client_of(ctx), params.name, params.arguments or {})
         return types.CallToolResult(content=content, is_error=is_error)
 
     async def initialized(ctx: Any, params: Any) -> None:
-        gateway._joined(ctx)
+        gateway.joined(ctx)
 
     def input_schema(name: str) -> Any:
         # What the 2026-07-28 HTTP entry checks Mcp-Param-* headers against, without running tools/list.
@@ -56,10 +58,8 @@ def build_server(gateway: Gateway) -> Any:
             options = notification_options or NotificationOptions(tools_changed=live)
             return super().create_initialization_options(options, *args, **kw)
 
-    listen = None
-    if live:
-        gateway._bus = InMemorySubscriptionBus()
-        listen = ListenHandler(gateway._bus)
+    bus = InMemorySubscriptionBus() if live else None
+    listen = ListenHandler(bus) if bus is not None else None
     server = _Server(
         "prompt-composer",
         version=VERSION,
@@ -70,4 +70,4 @@ def build_server(gateway: Gateway) -> Any:
         on_subscriptions_listen=listen,
     )
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-    return server
+    return server, bus

@@ -88,9 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ScriptedMessagesServer(script, port=args.port) as server:
         print(f"READY {server.base_url}", flush=True)
         try:
-            if not script:
-                server._drained.set()
-            server._drained.wait()
+            if script:
+                server.wait_drained()
             threading.Event().wait(max(0.0, args.linger))
         except KeyboardInterrupt:
             pass

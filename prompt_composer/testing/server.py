@@ -18,86 +18,8 @@ Example::
         client.close()
     server.requests[0].body["messages"]
 
-Behaviour (Anthropic Messages API):
-
-* ``POST /v1/messages`` (any query string, e.g. ``?beta=true``): plays the next
-  reply.  Queued replies (the list given to the constructor plus everything
-  passed to :meth:`ScriptedMessagesServer.add`) are played first, in order; when
-  the queue is empty a callable script, if one was given, is asked for the reply.
-  The response's ``model`` echoes the request's ``model`` (the constructor's
-  ``model`` is only the fallback when a request has none); message ids are
-  ``msg_test_0001``, ``msg_test_0002``, ... in request order.  With
-  ``"stream": true`` the reply is sent as server-sent events in the same event
-  sequence as the real API (see :func:`.wire.sse_events`).  Request bodies are not
-  validated.
-* When nothing is left to play the server answers **500** with
-  ``{"type": "error", "error": {"type": "api_error", "message": "... script
-  exhausted ..."}}`` and the header ``x-should-retry: false``, which the SDK
-  obeys, so it never retries it (whatever ``max_retries`` is) and raises
-  ``anthropic.InternalServerError`` at once.  A callable script that raises is
-  reported the same way (message ``"script callable raised ..."``).
-* Scripted errors (:func:`error_reply`) are answered as plain JSON errors (also
-  for streaming requests) with ``retry-after: 0`` and ``retry-after-ms: 1``:
-  the SDK ignores a zero ``retry-after`` and would back off ~0.5 s, but honours
-  ``retry-after-ms``, so its retries are immediate.
-* ``POST /v1/messages/count_tokens``: ``{"input_tokens": N}`` with
-  ``N = max(1, len(json.dumps(body, sort_keys=True, separators=(",", ":"))) // 4)``;
-  it does not consume a scripted reply.
-* Any other path: 404 ``not_found_error``; a known path with a method other than
-  POST: 405.  Headers such as ``anthropic-version`` or ``anthropic-beta`` are
-  ignored (but recorded); the key is not checked.
-
-Behaviour (OpenAI; each route is also served without the ``/v1`` prefix, for
-clients given a ``base_url`` without it; any query string is ignored):
-
-* The same queue, callable script, numbering and request recording as above;
-  the request's ``model`` is echoed the same way.  Only ``text`` and
-  ``tool_use`` blocks are carried over; the text blocks are joined with ``""``.
-  ``usage`` folds the cache counts in the way OpenAI-compatible caches report
-  them: prompt / input tokens = ``input_tokens + cache_read_input_tokens +
-  cache_creation_input_tokens`` and ``cached_tokens`` =
-  ``cache_read_input_tokens`` (see :meth:`.replies.Usage.chat_usage`; the Responses
-  usage adds ``cache_write_tokens`` = ``cache_creation_input_tokens``, a field
-  the ``openai`` SDK requires).  Every answer on these routes carries
-  ``x-request-id: req_test_NNNN`` (the header the ``openai`` SDK reads).
-* ``POST /v1/chat/completions``: a ``chat.completion`` with id
-  ``chatcmpl_test_0001``, ... and one choice whose message has ``content``
-  (``null`` without text) and one ``tool_calls`` entry per ``tool_use`` block
-  (``id`` = the block's id, ``function.arguments`` = ``json.dumps(input)``; the
-  key is omitted when there are none).  ``finish_reason`` maps ``stop_reason``:
-  ``tool_use`` -> ``tool_calls``, ``max_tokens`` -> ``length``, anything else ->
-  ``stop``.  With ``"stream": true``: ``data:`` lines (no ``event:`` lines) in the
-  real chunk sequence (see :func:`.wire.chat_completion_chunks`), then
-  ``data: [DONE]``; the usage chunk only comes with
-  ``"stream_options": {"include_usage": true}``.
-* ``POST /v1/responses``: a ``response`` with id ``resp_test_0001``, ...;
-  ``output`` holds a ``message`` item (one ``output_text`` part) when there is
-  text, then one item per other block: a ``function_call`` per ``tool_use``
-  block (``call_id`` = the block's id, ``namespace`` where the request declares
-  the function), the tool searches of :func:`.replies.tool_search_reply` and
-  :func:`.replies.hosted_search_reply`.  ``status`` is ``"completed"``
-  (``"incomplete"`` with ``incomplete_details.reason`` ``"max_output_tokens"``
-  for ``stop_reason`` ``max_tokens``); ``tools``, ``tool_choice``,
-  ``instructions``, ... echo the request.  With ``"stream": true``: the real
-  event sequence (see :func:`.responses_api.response_events`).  The documented
-  rules of tool deferral and of call/output items are enforced (see
-  :mod:`.responses_api`): a request that breaks one is a **400** that uses up no
-  reply; a scripted reply no model could give (a call of a deferred function
-  never loaded, ...) is a **500** ``server_error`` naming the mistake.
-* Errors use OpenAI's shape ``{"error": {"message", "type", "param": null,
-  "code": null}}`` with the same statuses and headers as above: scripted errors
-  keep their ``error_type`` and message (and ``retry-after-ms: 1``, which the
-  ``openai`` SDK honours too, so its retries are immediate); an exhausted or
-  failing script is a 500 ``server_error`` with ``x-should-retry: false``, so
-  ``openai.InternalServerError`` is raised at once; a method other than POST is
-  a 405 and a body that is not a JSON object a 400 (``invalid_request_error``).
-  Unknown paths keep the Anthropic-shaped 404 above; there is no OpenAI
-  counterpart of ``count_tokens``.
-
-:attr:`ScriptedMessagesServer.requests` holds **every** request received
-(messages, chat completions, responses, count_tokens, 404s, ...) in arrival
-order, each recorded before its response is sent; filter on ``path`` when you
-only want some calls.
+What each route answers, and how errors and an exhausted script look: docs/agent-loop.md, "The scripted
+server, route by route".
 
 The reply model is in :mod:`.replies`, the wire encodings in :mod:`.wire`, the command line in :mod:`.cli`.
 """
@@ -422,6 +344,10 @@ class ScriptedMessagesServer:
             self._queue.extend(replies)
             if replies:
                 self._drained.clear()
+
+    def wait_drained(self, timeout: float | None = None) -> bool:
+        """Block until every queued reply has been played and written (or ``timeout`` seconds); whether it was."""
+        return self._drained.wait(timeout)
 
     def close(self) -> None:
         """Stop serving, drop open connections and release the port (idempotent)."""

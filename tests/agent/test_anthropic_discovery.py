@@ -189,7 +189,7 @@ def test_a_second_search_appends_and_never_reorders() -> None:
     assert lists[3] == lists[2]  # found again: stays where it is
     assert bodies(server)[3]["tools"][: len(lists[2]) - 2] == [
         {**t, **({"cache_control": CC} if t["name"] == "read_file" else {})}
-        for t in (dict(d) for d in COMPOSER.compose_discovery("disco", lists[2][1:-2]).tools[:-2])
+        for t in (dict(d) for d in COMPOSER.compose("disco", loaded=lists[2][1:-2]).tools[:-2])
     ]
 
 

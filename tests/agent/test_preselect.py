@@ -65,7 +65,7 @@ def test_preselection_loads_the_tool_the_task_needs_after_the_unchanged_prefix(t
     events.close()
     assert result.text == "Sunny." and result.tool_calls[0].executed
     first, second = sent
-    plain = COMPOSER.compose_tiered("auto")
+    plain = COMPOSER.compose("auto")
     # The preselected catalog tool is appended after everything a prompt without it holds, byte for byte.
     assert names(first)[-1] == "weather_lookup" and "weather_lookup" not in [t["name"] for t in plain.tools]
     assert unmarked(first["tools"][: len(plain.tools)]) == [dict(t) for t in plain.tools]

@@ -74,7 +74,7 @@ def test_every_tool_of_the_mode_is_declared_and_the_unlisted_ones_as_stubs() -> 
     # No catalog section in the system prompt: the stubs are the catalog. Nothing is hidden: a stub is callable.
     assert "MORE TOOLS" not in prompt.system_stable and not prompt.hidden()
     # Loading changes nothing in the prompt: what loads goes into the conversation.
-    assert COMPOSER.compose_tiered("stubbed", loaded=["train_times", "filler_19"]) == prompt
+    assert COMPOSER.compose("stubbed", loaded=["train_times", "filler_19"]) == prompt
     # Stubs of a mode never name a tool outside it.
     outside = COMPOSER.compose("outside")
     assert {t["name"] for t in outside.tools} - {TOOL_SEARCH_NAME, FETCH_TOOL_NAME} == {"read_file"}

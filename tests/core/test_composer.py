@@ -349,7 +349,7 @@ def test_audit_worst_case_of_a_discovery_mode_counts_the_tools_it_may_find(mini_
     report = run_audit(Composer(registry))
     (mode,) = report.modes
     assert set(mode.worst_recent) == {"glob", "list_files", "write_to_file", "apply_diff", "execute_command"}
-    everything = Composer(registry).compose_discovery("find", mode.worst_recent).tokens.total
+    everything = Composer(registry).compose("find", loaded=mode.worst_recent).tokens.total
     assert mode.worst_tokens == everything > mode.composed_tokens
 
 

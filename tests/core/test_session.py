@@ -211,7 +211,7 @@ def test_a_discovery_mode_pin_recomposes_the_discovered_tools(mini_registry: Reg
     assert pin.discovered == ("glob", "write_to_file")
     session.discover(["apply_diff"])
     assert composer.compose_pinned(pin).discovered == ("glob", "write_to_file")
-    assert composer.compose_pinned(pin) == composer.compose_discovery(find, ["glob", "write_to_file"])
+    assert composer.compose_pinned(pin) == composer.compose(find, loaded=["glob", "write_to_file"])
 
 
 def test_concurrent_pins_agree(mini_registry: Registry) -> None:

@@ -66,7 +66,7 @@ def test_past_the_share_the_least_used_become_lines_then_names() -> None:
     reg = registry(share=0.005, context=200_000)  # 1,000 tokens: the briefs do not fit, the lines do
     tiers = Composer(reg).tiers("big")
     assert tiers is not None and tiers.catalog and not tiers.names
-    assert tiers.fixed + sum(Composer(reg).definition(n, full=False)[1] for n in tiers.brief) <= tiers.budget
+    assert tiers.fixed + sum(Composer(reg).definitions.get(n, full=False)[1] for n in tiers.brief) <= tiers.budget
     # Without usage the mode's order decides: the earlier tools stay brief.
     assert tiers.brief == tuple(f"tool_{i:02d}" for i in range(len(tiers.brief)))
     # With usage, the most used stay brief whatever their place.
@@ -87,16 +87,16 @@ def test_loading_appends_and_the_prefix_stays_byte_identical() -> None:
     composer = Composer(registry(share=0.005))
     tiers = composer.tiers("big")
     assert tiers is not None
-    before = composer.compose_tiered("big")
+    before = composer.compose("big")
     target = tiers.catalog[-1]
-    after = composer.compose_tiered("big", loaded=[target])
+    after = composer.compose("big", loaded=[target])
     assert target not in [t["name"] for t in before.tools]
     assert [t["name"] for t in after.tools][-1] == target and after.loaded == (target,)
     assert list(after.tools[: len(before.tools)]) == list(before.tools)  # the prefix is unchanged
     assert after.system == before.system
     assert "FULL TEXT OF TOOL" in after.tools[-1]["description"]  # loaded in full
     # Loading a second tool appends again; a brief tool or one outside the mode is not appended.
-    more = composer.compose_tiered("big", loaded=[target, tiers.catalog[0], tiers.brief[0], "secret_tool"])
+    more = composer.compose("big", loaded=[target, tiers.catalog[0], tiers.brief[0], "secret_tool"])
     assert more.loaded == (target, tiers.catalog[0])
     assert list(more.tools[: len(after.tools)]) == list(after.tools)
 
@@ -104,7 +104,7 @@ def test_loading_appends_and_the_prefix_stays_byte_identical() -> None:
 def test_no_tier_shows_a_tool_outside_the_mode() -> None:
     for share in (1.0, 0.005, 0.002):
         composer = Composer(registry(share=share))
-        prompt = composer.compose_tiered("big", loaded=["secret_tool", "tool_00"])
+        prompt = composer.compose("big", loaded=["secret_tool", "tool_00"])
         text = prompt.system + json.dumps(prompt.tools)
         assert "secret_tool" not in text and "TOP SECRET" not in text
         tiers = composer.tiers("big")
@@ -112,11 +112,11 @@ def test_no_tier_shows_a_tool_outside_the_mode() -> None:
 
 
 def test_the_catalog_section_lists_lines_and_names_grouped() -> None:
-    prompt = Composer(registry(share=0.005)).compose_tiered("big")
+    prompt = Composer(registry(share=0.005)).compose("big")
     assert "MORE TOOLS (LOAD ONE BEFORE CALLING IT)" in prompt.system and "\nmcp:\n" in prompt.system
     assert f"- {prompt.catalog[0]}: Tool number" in prompt.system
     assert "tool_search" in [t["name"] for t in prompt.tools]
-    names_only = Composer(registry(share=0.002)).compose_tiered("big")
+    names_only = Composer(registry(share=0.002)).compose("big")
     assert "mcp: tool_" in names_only.system
 
 

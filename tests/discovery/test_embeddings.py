@@ -343,7 +343,7 @@ def test_corrupt_file_is_logged_and_rebuilt_never_raised(
     path = tmp_path / "vectors.npz"
     corrupt(path)
     fake = HashingEmbedder()
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.vector_cache"):
         cache = EmbeddingCache(fake, path)  # no exception, no warning (pytest turns warnings into errors)
     assert any("rebuilt" in r.getMessage() for r in caplog.records)
     cache.embed(DOCS)
@@ -361,7 +361,7 @@ def test_vectors_of_another_embedder_are_not_reused(tmp_path: Path, caplog: pyte
     cache.embed(DOCS)
     cache.save()
     other = HashingEmbedder(name="model-b")
-    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="prompt_composer.discovery.vector_cache"):
         rebuilt = EmbeddingCache(other, path)
     assert any("model-a" in r.getMessage() for r in caplog.records)
     rebuilt.embed(DOCS)

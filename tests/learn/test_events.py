@@ -25,7 +25,7 @@ from prompt_composer.core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from prompt_composer.core.session import TaskSession
 from prompt_composer.learn.events import EVENT_KINDS, OUTCOMES, SCHEMA_VERSION, EventLog, JsonlSink
 from prompt_composer.learn.otel import OtelSink
-from prompt_composer.mcp.gateway import Gateway, _Client
+from prompt_composer.mcp.gateway import ClientTask, Gateway
 from prompt_composer.testing.replies import error_reply, text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import COMBOS, EXECUTORS, REG, REPO, SEARCH, Combo, agent, echo
@@ -330,7 +330,7 @@ def test_the_gateway_emits_the_same_events_with_provider_mcp() -> None:
     sink = ListSink()
     with EventLog(sink, include_content=True) as log:
         gateway = Gateway(REG, "code", executors={"list_files": echo, "glob": boom}, events=log)
-        client = _Client(TaskSession())
+        client = ClientTask(TaskSession())
 
         async def session() -> None:
             gateway.tool_list(client)

@@ -14,7 +14,7 @@ from prompt_composer import default_docs_dir, load_registry
 from prompt_composer.core.bounds import MAX_ECHOED_NAME
 from prompt_composer.core.session import TaskSession
 from prompt_composer.learn.events import EventLog
-from prompt_composer.mcp.answers import _Client
+from prompt_composer.mcp.answers import ClientTask
 from prompt_composer.mcp.gateway import Gateway
 
 BIG = 5_000_000
@@ -35,7 +35,7 @@ def test_a_5_mb_name_is_logged_cut_and_refused_short() -> None:
     sink = ListSink()
     with EventLog(sink, include_content=False) as log:
         gateway = Gateway(load_registry(default_docs_dir()), "code", events=log)
-        client = _Client(TaskSession())
+        client = ClientTask(TaskSession())
         content, is_error = asyncio.run(gateway.answer(client, "x" * BIG, {}))
         fetched, fetch_error = asyncio.run(gateway.answer(client, "fetch_tool_description", {"name": "y" * BIG}))
     assert is_error and fetch_error

@@ -19,7 +19,7 @@ from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.promotion import inline_text
 from prompt_composer.core.session import TaskSession
 from prompt_composer.learn.events import EventLog
-from prompt_composer.mcp.answers import _Client
+from prompt_composer.mcp.answers import ClientTask
 from prompt_composer.mcp.gateway import Gateway
 from tests.helpers import REG, echo
 
@@ -50,7 +50,7 @@ def _session(mode: str) -> tuple[list[dict[str, Any]], list[list[str]], list[lis
     lists: list[list[dict[str, Any]]] = []
     with EventLog(sink, include_content=True) as log:
         gateway = Gateway(REG, mode, executors={"list_files": echo, "glob": echo}, events=log)
-        client = _Client(TaskSession())
+        client = ClientTask(TaskSession())
 
         async def run() -> None:
             lists.append(gateway.tool_list(client))
@@ -63,7 +63,7 @@ def _session(mode: str) -> tuple[list[dict[str, Any]], list[list[str]], list[lis
             ]:
                 content, _ = await gateway.answer(client, name, arguments)
                 results.append(_texts(content))
-            lists.append(gateway.tool_list(_Client(TaskSession())))
+            lists.append(gateway.tool_list(ClientTask(TaskSession())))
 
         asyncio.run(run())
     return sink.events, results, lists
@@ -95,7 +95,7 @@ def test_a_first_use_carries_the_full_text_once_and_the_list_stays() -> None:
 def test_a_wrong_call_before_the_first_use_gets_the_full_text() -> None:
     async def run() -> tuple[list[str], list[str]]:
         gateway = Gateway(REG, "inline", executors={"list_files": echo})
-        client = _Client(TaskSession())
+        client = ClientTask(TaskSession())
         wrong, error = await gateway.answer(client, "list_files", {})
         right, _ = await gateway.answer(client, "list_files", {"path": "src"})
         assert error
@@ -120,11 +120,11 @@ def folder(tmp_path: Path) -> Path:
 
 
 def test_refresh_announces_only_a_reload_that_changed_the_list(
-    folder: Path, capsys: pytest.CaptureFixture[str]
+    folder: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     live = LiveRegistry(folder)
     gateway = Gateway(live, "ask")
-    before = gateway.tool_list(_Client(TaskSession()))
+    before = gateway.tool_list(ClientTask(TaskSession()))
 
     async def reloaded() -> bool:
         assert live.reload().swapped
@@ -133,17 +133,17 @@ def test_refresh_announces_only_a_reload_that_changed_the_list(
     code = folder / "modes" / "code.yaml"
     code.write_text(code.read_text().replace("recent_size: 5", "recent_size: 4"))
     assert not asyncio.run(reloaded())  # another mode changed: ask's list did not
-    assert gateway.tool_list(_Client(TaskSession())) == before
+    assert gateway.tool_list(ClientTask(TaskSession())) == before
     ask = folder / "modes" / "ask.yaml"
     brief = next(t["name"] for t in before if t["name"] not in live.current.mode("ask").permanent)
     ask.write_text(ask.read_text().replace("permanent: [", f"permanent: [{brief}, ", 1))
     assert asyncio.run(reloaded())
-    after = gateway.tool_list(_Client(TaskSession()))
+    after = gateway.tool_list(ClientTask(TaskSession()))
     assert sorted(t["name"] for t in after) == sorted(t["name"] for t in before)
     assert {t["name"]: t["description"] for t in after}[brief] == live.current.tools[brief].full  # now in full
     assert not asyncio.run(gateway.refresh())  # announced once
 
     ask.unlink()  # a version without the mode: the last one with it keeps serving
     live.reload()
-    assert gateway.tool_list(_Client(TaskSession())) == after
-    assert "no mode 'ask'" in capsys.readouterr().err
+    assert gateway.tool_list(ClientTask(TaskSession())) == after
+    assert any("no mode 'ask'" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
