@@ -237,7 +237,13 @@ def test_every_command_refuses_a_bad_folder(
 def test_every_command_accepts_the_base_folder(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--docs", str(BASE), *argv])
     out, err = capsys.readouterr()
-    assert code == 0, err
+    if argv[:2] == ["audit", "--check"]:
+        # The base folder's modes hold two or three small tools, too few for composing to save anything: the
+        # check loads and audits them, then fails on that gate alone (every error line says so).
+        assert code == 1, err
+        assert err and all("is not smaller than its baseline" in line for line in err.splitlines()), err
+    else:
+        assert code == 0, err
     assert out
     assert "Traceback" not in err
 
