@@ -13,6 +13,7 @@ from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
 from ..learn.events import DropCounts
 from ..learn.phrasings import load_phrasings
+from ..shared.journal import Recovery, recover
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
@@ -32,7 +33,15 @@ def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand), else the shipped one; with the per-user
     overlay of ``--overlay`` or ``$PROMPT_COMPOSER_OVERLAY`` applied, when either names one."""
     overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
+    if args.docs is not None:
+        say_recovered(recover(args.docs))
     return load_registry(args.docs, overlay=overlay)
+
+
+def say_recovered(recoveries: list[Recovery]) -> None:
+    """One stderr line per interrupted import that :func:`recover` finished or undid in a docs folder."""
+    for recovery in recoveries:
+        print(f"# {recovery.describe()}", file=sys.stderr, flush=True)
 
 
 def add_learn_from(parser: Any) -> None:
