@@ -8,7 +8,7 @@ import sys
 from typing import Any, cast
 
 from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
-from ._common import positive_int, registry_of
+from ._common import checked_mode, positive_int, registry_of, warn_over_budget
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
@@ -52,7 +52,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     registry = registry_of(args)
-    registry.mode(args.mode)
+    warn_over_budget(registry, checked_mode(registry, args.mode))
     tasks = load_tasks(args.tasks)
     sdk = sdk_client(args.provider, args.base_url, timeout=900)  # a cold prompt on a CPU takes minutes
     if isinstance(sdk, str):

@@ -12,7 +12,16 @@ from ..core.live import LiveRegistry
 from ..core.registry import Registry
 from ..discovery.search import ToolSearch
 from ..errors import LoadError
-from ._common import OVERLAY_ENV, add_learn_from, drops_line, log_failing, registry_of, search_for
+from ._common import (
+    OVERLAY_ENV,
+    add_learn_from,
+    checked_mode,
+    drops_line,
+    log_failing,
+    registry_of,
+    search_for,
+    warn_over_budget,
+)
 
 
 def register(sub: Any) -> None:
@@ -102,7 +111,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
-    registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
+    # an unknown mode, or one showing text that names a tool it lacks, exits 2 before anything starts
+    warn_over_budget(registry, checked_mode(registry, args.mode))
     servers = load_servers(args.servers) if args.servers is not None else {}
     search = search_for(args, registry)  # an unreadable log exits 2 before anything starts
     served = _served(args, registry)

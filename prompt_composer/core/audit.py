@@ -220,3 +220,24 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
         lines += ["", f"{heading}Warnings", ""]
         lines += [f"- {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def start_tokens(composer: Composer, mode: Mode) -> int:
+    """The tokens of ``mode``'s prompt as a task starts (the audit's "composed" column): what every command that
+    composes the mode checks against its budget."""
+    if mode.config.discovery:
+        return composer.compose_discovery(mode, ()).tokens.total
+    if composer.tiers(mode) is not None:
+        return composer.compose_tiered(mode).tokens.total
+    return composer.compose(mode, recent=()).tokens.total
+
+
+def budget_warning(mode: Mode, tokens: int) -> str | None:
+    """``warning: …`` when ``tokens`` of ``mode``'s composed prompt are over its budget, else ``None``."""
+    budget = mode.config.budget_tokens
+    if tokens <= budget:
+        return None
+    return (
+        f"warning: mode {mode.slug!r} composes to {tokens:,} tokens, over its budget of {budget:,} "
+        f"(prompt-composer audit shows where they go)"
+    )

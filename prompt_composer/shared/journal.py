@@ -1,6 +1,6 @@
 """Writing many files into a folder all at once, so that a process killed at any moment leaves it old or new.
 
-A write goes through a staging folder *inside* the target folder, ``<folder>/.import-XXXXXXXX/``:
+A write goes through a staging folder *inside* the target folder, ``<folder>/.import-staging-XXXXXXXX/``:
 
 1. every file is written under ``files/`` in the staging folder (the target is untouched so far);
 2. the marker ``COMMITTED`` is created in the staging folder: this is the commit point;
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-STAGING_PREFIX = ".import-"
+STAGING_PREFIX = ".import-staging-"  # not ".import-": .import-state.json lives beside it
 COMMITTED = "COMMITTED"
 # Present in the staging folder when the write created the target folder: rolling back removes it again.
 CREATED = "CREATED"
