@@ -114,8 +114,9 @@ def test_imports_killed_at_random_points_leave_the_old_folder_or_the_new_one(
                 assert f"interrupted by {signum.name}" in err and "Traceback" not in err, where
                 assert not staged, where
             elif signum != signal.SIGKILL and process.returncode != 0:
-                # the signal came while Python was starting, before the CLI set its handlers: nothing begun
-                assert process.returncode == -signum and tree_hash(out) == old_hash, where
+                # the signal came before the CLI set its handlers (Python starting: nothing begun) or after it
+                # restored them (the import done): the default action, with the folder old or new
+                assert process.returncode == -signum and tree_hash(out) in (old_hash, new_hash), where
             code, stdout, stderr = validate(out, capsys)
             folder = tree_hash(out)
             assert folder in (old_hash, new_hash), where
@@ -199,15 +200,14 @@ def test_a_running_write_is_left_alone_and_the_cli_says_what_it_recovered(
         assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
         assert recover(folder) == [] and staging.exists()
     finally:
-        assert holder.stdin is not None
+        assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
     code, stdout, stderr = validate(folder, capsys)
     assert code == 0 and stdout.startswith("ok: 28 tools")
-    assert f"rolled it back (1 staged file(s) discarded); the folder is as it was before it; removed {staging.name}" in (
-        stderr
-    )
+    said = "rolled it back (1 staged file(s) discarded); the folder is as it was before it; removed"
+    assert f"{said} {staging.name}" in stderr
     assert not staging.exists()
 
 
