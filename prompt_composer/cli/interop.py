@@ -19,7 +19,7 @@ from typing import Any
 from ..importers.from_json import import_json
 from ..importers.from_mcp import import_mcp
 from ..importers.roomodes import RooModesError, import_roomodes
-from ..shared.journal import Interrupted, recover
+from ..shared.journal import Interrupted, clear_interrupted, interrupt, recover
 from ._common import say_recovered
 
 
@@ -92,7 +92,7 @@ def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(signum)
+        interrupt(signum)
 
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -110,6 +110,7 @@ def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[ar
                     say_recovered(recover(args.out))
                 return command(args)
         except Interrupted as exc:
+            clear_interrupted()
             name = signal.Signals(exc.signum).name
             if exc.applied:
                 print(f"interrupted by {name} after the import was applied: {args.out} holds it", file=sys.stderr)

@@ -51,6 +51,29 @@ class Interrupted(BaseException):
         self.applied = False
 
 
+# The signals delivered to this process as Interrupted (see interrupt()): an exception raised by a signal handler
+# can land in code that swallows it (a __del__, a callback of the MCP client's event loop), so the import's own
+# checkpoints look here too and stop at the next one.
+_delivered: list[int] = []
+
+
+def interrupt(signum: int) -> None:
+    """What the CLI's SIGINT/SIGTERM handler calls: remember the signal, and raise :class:`Interrupted`."""
+    _delivered.append(signum)
+    raise Interrupted(signum)
+
+
+def stop_if_interrupted() -> None:
+    """Raise :class:`Interrupted` again if a signal came whose exception was swallowed (see ``_delivered``)."""
+    if _delivered:
+        raise Interrupted(_delivered[0])
+
+
+def clear_interrupted() -> None:
+    """Forget delivered signals (the CLI has reported them)."""
+    _delivered.clear()
+
+
 @dataclass(frozen=True)
 class Recovery:
     """What :func:`recover` found and did about one interrupted write."""
@@ -183,11 +206,13 @@ def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], 
             if created:
                 (staging / CREATED).touch()
             for index, (relative, text) in enumerate(files.items()):
+                stop_if_interrupted()
                 check(f"writing the files ({index:,} of {len(files):,} staged)")
                 path = staging / _FILES / relative
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
             check("moving the files into place")
+            stop_if_interrupted()
             try:
                 with _signals_held():
                     (staging / COMMITTED).touch()
