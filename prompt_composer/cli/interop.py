@@ -9,6 +9,7 @@ or undone by the next command that reads the folder (see :mod:`prompt_composer.s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -19,7 +20,14 @@ from typing import Any
 from ..importers.from_json import import_json
 from ..importers.from_mcp import import_mcp
 from ..importers.roomodes import RooModesError, import_roomodes
-from ..shared.journal import Interrupted, clear_interrupted, interrupt, recover
+from ..shared.journal import (
+    Interrupted,
+    applied_writes,
+    clear_interrupted,
+    interrupt,
+    interrupted_by,
+    recover,
+)
 from ._common import say_recovered
 
 
@@ -92,7 +100,16 @@ def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        interrupt(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            interrupt(signum)
+            return
+        # Inside the MCP SDK's event loop (import mcp listing a server) an exception raised here lands in a
+        # callback and is swallowed; cancelling the loop's tasks is what stops the listing at once.
+        interrupt(signum, raise_now=False)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
 
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -104,19 +121,23 @@ def _signals_raise() -> Iterator[None]:
 
 def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        before = applied_writes()
         try:
             with _signals_raise():
                 if not args.dry_run:
                     say_recovered(recover(args.out))
                 return command(args)
-        except Interrupted as exc:
+        except (Interrupted, asyncio.CancelledError) as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else interrupted_by()
+            if signum is None:
+                raise
             clear_interrupted()
-            name = signal.Signals(exc.signum).name
-            if exc.applied:
+            name = signal.Signals(signum).name
+            if (isinstance(exc, Interrupted) and exc.applied) or applied_writes() > before:
                 print(f"interrupted by {name} after the import was applied: {args.out} holds it", file=sys.stderr)
             else:
                 print(f"interrupted by {name}: nothing written; {args.out} is as it was", file=sys.stderr)
-            return 128 + exc.signum
+            return 128 + signum
 
     return run
 

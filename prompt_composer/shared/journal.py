@@ -55,18 +55,32 @@ class Interrupted(BaseException):
 # can land in code that swallows it (a __del__, a callback of the MCP client's event loop), so the import's own
 # checkpoints look here too and stop at the next one.
 _delivered: list[int] = []
+_applied: list[Path] = []  # every folder write_all() applied in this process, in order
 
 
-def interrupt(signum: int) -> None:
-    """What the CLI's SIGINT/SIGTERM handler calls: remember the signal, and raise :class:`Interrupted`."""
+def interrupt(signum: int, *, raise_now: bool = True) -> None:
+    """What the CLI's SIGINT/SIGTERM handler calls: remember the signal, and raise :class:`Interrupted` (unless
+    ``raise_now`` is off: the caller stops the work another way, and :func:`interrupted_by` says why)."""
     _delivered.append(signum)
-    raise Interrupted(signum)
+    if raise_now:
+        raise Interrupted(signum)
+
+
+def interrupted_by() -> int | None:
+    """The first signal delivered through :func:`interrupt` and not yet cleared, if any."""
+    return _delivered[0] if _delivered else None
 
 
 def stop_if_interrupted() -> None:
     """Raise :class:`Interrupted` again if a signal came whose exception was swallowed (see ``_delivered``)."""
     if _delivered:
         raise Interrupted(_delivered[0])
+
+
+def applied_writes() -> int:
+    """How many writes :func:`write_all` has applied in this process (a signal after one is not "nothing
+    written")."""
+    return len(_applied)
 
 
 def clear_interrupted() -> None:
@@ -219,6 +233,7 @@ def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], 
                     committed = True
                     _roll_forward(folder, staging)
                     applied = True
+                    _applied.append(folder)
                     shutil.rmtree(staging)
             except Interrupted as exc:  # delivered as the signals are let through again, so after the write
                 exc.applied = applied

@@ -222,3 +222,27 @@ def test_an_interrupted_write_into_a_new_folder_leaves_no_folder(tmp_path: Path)
     with pytest.raises(KeyboardInterrupt):
         write_all(folder, {"a.yaml": "a\n", "b.yaml": "b\n"}, check=stop)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("importlib").util.find_spec("mcp") is None, reason="needs the mcp SDK (the mcp extra)")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_an_mcp_server_is_listed_stops_the_import_not_its_timeout(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    out = tmp_path / "docs"
+    shutil.copytree(default_docs_dir(), out)
+    before = tree_hash(out)
+    server = [sys.executable, str(REPO / "tests" / "data" / "mcp" / "many_tools_server.py"), "3000"]
+    argv = [sys.executable, "-m", "prompt_composer", "import", "mcp", "--out", str(out), "--timeout", "300", "--"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([*argv, *server], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    while process.poll() is None and not children.read_text().split():
+        time.sleep(0.05)  # until the server is started: the import is then listing it, inside the SDK's loop
+    process.send_signal(signum)
+    # Before, the signal was swallowed by the SDK's event loop and the import ran to its --timeout.
+    err = process.communicate(timeout=240)[1].decode()
+    assert process.returncode == 128 + signum, err
+    assert err == f"interrupted by {signum.name}: nothing written; {out} is as it was\n"
+    assert tree_hash(out) == before
