@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..errors import ImporterError
+
 STAGING_PREFIX = ".import-staging-"  # not ".import-": .import-state.json lives beside it
 COMMITTED = "COMMITTED"
 # Present in the staging folder when the write created the target folder: rolling back removes it again.
@@ -193,10 +195,15 @@ def recover(folder: str | Path) -> list[Recovery]:
     folder = Path(folder)
     if not folder.is_dir() or not _staging_folders(folder):
         return []
-    with _locked(folder, wait=False) as mine:
-        if not mine:
-            return []
-        return _recover_locked(folder)
+    try:
+        with _locked(folder, wait=False) as mine:
+            if not mine:
+                return []
+            return _recover_locked(folder)
+    except OSError as exc:  # a read-only folder, a full disk: the folder may hold a mix, so say so and stop
+        raise ImporterError(
+            f"{folder}: an interrupted import is left in it and could not be completed or undone: {exc}"
+        ) from None
 
 
 def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], None] = _no_check) -> list[Recovery]:
