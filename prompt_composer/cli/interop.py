@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -111,6 +112,9 @@ def _signals_raise() -> Iterator[None]:
         for task in asyncio.all_tasks(loop):
             task.cancel()
 
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
