@@ -9,10 +9,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..core.audit import budget_warning, start_tokens
+from ..core.composer import Composer
+from ..core.mentions import mention_problems
+from ..core.modes import Mode
 from ..core.registry import Registry, load_registry
 from ..discovery.search import ToolSearch
+from ..errors import LoadError
 from ..learn.events import DropCounts
 from ..learn.phrasings import load_phrasings
+from ..shared.journal import Recovery, recover
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
@@ -32,7 +38,10 @@ def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
     has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting."""
     overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
-    return load_registry(getattr(args, "docs", None), overlay=overlay)
+    docs = getattr(args, "docs", None)
+    if docs is not None:
+        say_recovered(recover(docs))
+    return load_registry(docs, overlay=overlay)
 
 
 def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
@@ -45,6 +54,31 @@ def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
         help=f"{what} (default: the default-mode setting; `prompt-composer config` shows it)",
     )
     parser.set_defaults(mode_from_settings=True)
+
+
+def say_recovered(recoveries: list[Recovery]) -> None:
+    """One stderr line per interrupted import that :func:`recover` finished or undid in a docs folder."""
+    for recovery in recoveries:
+        print(f"# {recovery.describe()}", file=sys.stderr, flush=True)
+
+
+def checked_mode(registry: Registry, slug: str) -> Mode:
+    """The mode a composing command (compose, fetch, run, serve, bench) is about to use, refused
+    (:class:`LoadError`: the mode's file, each text and the tool it names) when a text it shows names a tool it
+    does not allow: the model would be told to call what it cannot."""
+    mode = registry.mode(slug)
+    problems = mention_problems(Composer(registry), mode)
+    if problems:
+        raise LoadError(problems)
+    return mode
+
+
+def warn_over_budget(registry: Registry, mode: Mode, tokens: int | None = None) -> None:
+    """One warning line on stderr when ``mode`` composes over its budget: ``tokens`` is what the command composed
+    (default: the prompt a task starts with)."""
+    warning = budget_warning(mode, start_tokens(Composer(registry), mode) if tokens is None else tokens)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def add_learn_from(parser: Any) -> None:

@@ -20,7 +20,17 @@ from ..learn.events import EventLog
 from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
 from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
-from ._common import add_learn_from, add_mode_option, drops_line, log_failing, positive_int, registry_of, search_for
+from ._common import (
+    add_learn_from,
+    add_mode_option,
+    checked_mode,
+    drops_line,
+    log_failing,
+    positive_int,
+    registry_of,
+    search_for,
+    warn_over_budget,
+)
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
@@ -158,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
-    registry.mode(args.mode)  # unknown mode: exit 2 before any request
+    # an unknown mode, or one showing text that names a tool it lacks: exit 2 before any request
+    warn_over_budget(registry, checked_mode(registry, args.mode))
     if args.native == "provider" and args.provider not in ("anthropic", "openai-responses"):
         print(f"error: --native needs a provider that defers tools itself; {args.provider} (Chat Completions) does "
               "not: use --provider openai-responses (--native emulate works everywhere)", file=sys.stderr)  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any, cast
 from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
 from ..errors import InputFileError
 from ..shared.progress import Progress
-from ._common import add_mode_option, positive_int, registry_of
+from ._common import add_mode_option, checked_mode, positive_int, registry_of, warn_over_budget
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 from .reports import bench_html
 
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     registry = registry_of(args)
-    registry.mode(args.mode)
+    warn_over_budget(registry, checked_mode(registry, args.mode))
     tasks = load_tasks(args.tasks)
     sdk = sdk_client(args.provider, args.base_url, timeout=900)  # a cold prompt on a CPU takes minutes
     if isinstance(sdk, str):

@@ -14,7 +14,17 @@ from ..core.live import LiveRegistry
 from ..core.registry import Registry
 from ..discovery.search import ToolSearch
 from ..errors import LoadError
-from ._common import OVERLAY_ENV, add_learn_from, add_mode_option, drops_line, log_failing, registry_of, search_for
+from ._common import (
+    OVERLAY_ENV,
+    add_learn_from,
+    add_mode_option,
+    checked_mode,
+    drops_line,
+    log_failing,
+    registry_of,
+    search_for,
+    warn_over_budget,
+)
 from .serve_http import add_http_options, security_from, session_store
 
 
@@ -133,7 +143,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
-    registry.mode(args.mode)  # an unknown mode exits 2 before anything starts
+    # an unknown mode, or one showing text that names a tool it lacks, exits 2 before anything starts
+    warn_over_budget(registry, checked_mode(registry, args.mode))
     try:  # so do unusable auth settings, and a public address without them
         security = security_from(args)
         if args.transport == "http":

@@ -1,18 +1,36 @@
 """Import subcommands: ``import mcp``, ``import json``, ``import roomodes``.
 
-Each is all or nothing: on bad input nothing is written, one line goes to stderr and the exit code is 2.
+Each is all or nothing: on bad input nothing is written, one line goes to stderr and the exit code is 2. SIGINT
+and SIGTERM stop an import at once (exit 130 and 143) with the docs folder as it was, or, when the signal came
+during the final renames, with the whole import applied; the stderr line says which. A killed import is finished
+or undone by the next command that reads the folder (see :mod:`prompt_composer.shared.journal`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 from ..importers.from_json import import_json
 from ..importers.from_mcp import import_mcp
 from ..importers.roomodes import RooModesError, import_roomodes
+from ..shared.journal import (
+    Interrupted,
+    applied_writes,
+    clear_interrupted,
+    interrupt,
+    interrupted_by,
+    recover,
+)
 from . import json_out
+from ._common import say_recovered
 
 
 def register(sub: Any) -> None:
@@ -54,13 +72,13 @@ def register(sub: Any) -> None:
     )
     q.add_argument("--server", default=None, help="origin server name (default: the name the server reports)")
     q.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS", help="the server command")
-    q.set_defaults(handler=cmd_import_mcp)
+    q.set_defaults(handler=_interruptible(cmd_import_mcp))
 
     q = kinds.add_parser("json", help="import an Anthropic, OpenAI or MCP tools/list JSON tool list")
     q.add_argument("file", help="the JSON tool list")
     tool_options(q)
     q.add_argument("--server", default=None, help="origin server name (default: the file's stem)")
-    q.set_defaults(handler=cmd_import_json)
+    q.set_defaults(handler=_interruptible(cmd_import_json))
 
     q = kinds.add_parser("roomodes", help="import Roo Code custom modes (.roomodes, YAML or JSON) as mode files")
     q.add_argument("file", help="the .roomodes file (YAML or JSON)")
@@ -79,7 +97,57 @@ def register(sub: Any) -> None:
         help="replace mode files a person wrote or edited when the .roomodes defines the same slug, as Roo Code "
         "does (unedited built-in and imported modes are replaced without it)",
     )
-    q.set_defaults(handler=cmd_import_roomodes)
+    q.set_defaults(handler=_interruptible(cmd_import_roomodes))
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            interrupt(signum)
+            return
+        # Inside the MCP SDK's event loop (import mcp listing a server) an exception raised here lands in a
+        # callback and is swallowed; cancelling the loop's tasks is what stops the listing at once.
+        interrupt(signum, raise_now=False)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+
+
+def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        before = applied_writes()
+        try:
+            with _signals_raise():
+                if not args.dry_run:
+                    say_recovered(recover(args.out))
+                return command(args)
+        except (Interrupted, asyncio.CancelledError) as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else interrupted_by()
+            if signum is None:
+                raise
+            clear_interrupted()
+            name = signal.Signals(signum).name
+            if (isinstance(exc, Interrupted) and exc.applied) or applied_writes() > before:
+                print(f"interrupted by {name} after the import was applied: {args.out} holds it", file=sys.stderr)
+            else:
+                print(f"interrupted by {name}: nothing written; {args.out} is as it was", file=sys.stderr)
+            return 128 + signum
+
+    return run
 
 
 def _print(lines: list[str]) -> int:

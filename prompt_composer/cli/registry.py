@@ -11,13 +11,15 @@ from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_nativ
 from ..core.audit import ModeAudit, run_audit
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
+from ..core.mentions import mention_problems
+from ..core.registry import modes_folder_problem
 from ..errors import LoadError, UnknownToolError
 from ..safety.ci_formats import to_github, to_sarif_json
 from ..safety.lint import scan_registry
 from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
 from . import json_out
-from ._common import add_mode_option, registry_of
+from ._common import add_mode_option, checked_mode, registry_of, warn_over_budget
 from .reports import audit_html
 
 AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
@@ -94,15 +96,22 @@ def register(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        registry = registry_of(args)
+        composer = Composer(registry)
+        problems = [problem for mode in registry.modes.values() for problem in mention_problems(composer, mode)]
+        missing = modes_folder_problem(registry.root) if registry.root is not None else None
+        problems += [missing] if missing else []
+        if problems:
+            raise LoadError(problems)
+    except LoadError as exc:
+        if args.format != "json":
+            raise
+        print(json_out.dumps(json_out.validate_failed(exc)))  # the problems as data too, for a CI step
+        return 2
     if args.format == "json":
-        try:
-            registry = registry_of(args)
-        except LoadError as exc:  # the problems as data too, for a CI step that reads them
-            print(json_out.dumps(json_out.validate_failed(exc)))
-            return 2
         print(json_out.dumps(json_out.validate_ok(registry)))
         return 0
-    registry = registry_of(args)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
     held = sum(1 for doc in registry.tools.values() if doc.quarantined)
     if held:
@@ -141,7 +150,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_compose(args: argparse.Namespace) -> int:
     registry = registry_of(args)
-    mode = registry.mode(args.mode)
+    mode = checked_mode(registry, args.mode)
     recent = [n.strip() for n in args.recent.split(",") if n.strip()]
     for name in recent:
         if name not in registry.tools:
@@ -163,6 +172,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     else:
         prompt = composer.compose(mode, recent=recent)
         tools = tools_for(args.provider, prompt.tools)
+    warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
         print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
         return 0
@@ -181,7 +191,9 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     registry = registry_of(args)
-    result = handle_fetch(registry, registry.mode(args.mode), {"name": args.name})
+    mode = checked_mode(registry, args.mode)
+    warn_over_budget(registry, mode)
+    result = handle_fetch(registry, mode, {"name": args.name})
     if result.is_error:
         print(result.content, file=sys.stderr)
         return 1

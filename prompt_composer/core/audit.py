@@ -238,3 +238,20 @@ def _render_table(report: AuditReport, *, markdown: bool) -> str:
         lines += ["", f"{heading}Warnings", ""]
         lines += [f"- {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def start_tokens(composer: Composer, mode: Mode) -> int:
+    """The tokens of ``mode``'s prompt as a task starts (the audit's "composed" column): what every command that
+    composes the mode checks against its budget."""
+    return composer.compose(mode, recent=(), loaded=()).tokens.total
+
+
+def budget_warning(mode: Mode, tokens: int) -> str | None:
+    """``warning: …`` when ``tokens`` of ``mode``'s composed prompt are over its budget, else ``None``."""
+    budget = mode.config.budget_tokens
+    if tokens <= budget:
+        return None
+    return (
+        f"warning: mode {mode.slug!r} composes to {tokens:,} tokens, over its budget of {budget:,} "
+        f"(prompt-composer audit shows where they go)"
+    )

@@ -2,7 +2,9 @@
 
 A brief, a full text, a hint, a parameter description or a group's workflow that says "use search_files" tells the
 model to call a tool it cannot call, in every mode that shows that text without allowing that tool. The audit
-reports each such mention (:func:`foreign_mentions`) for the shipped docs, imported ones and the user's own.
+reports each such mention (:func:`foreign_mentions`) for the shipped docs, imported ones and the user's own;
+``validate`` makes each an error of the mode (:func:`mention_problems`), and the CLI commands that compose a mode
+refuse one that has any (docs/tool-docs-and-modes.md says why refusing rather than cutting the name out).
 
 A mention is a tool's name in backticks, or written bare when the name is an identifier no prose word would be
 (it has ``_``, ``-``, a digit or an inner capital: ``search_files``, ``browser_navigate``); a bare plain word
@@ -14,8 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ..errors import Problem
 from .composer import Composer
 from .modes import Mode
 
@@ -105,3 +109,18 @@ def foreign_mentions(composer: Composer, mode: Mode) -> list[ForeignMention]:
         for tool in sorted(foreign.in_text(text)):
             found[(where, tool)] = None
     return [ForeignMention(mode.slug, where, tool) for where, tool in found]
+
+
+def mention_problems(composer: Composer, mode: Mode) -> list[Problem]:
+    """:func:`foreign_mentions` as problems of the mode's file: each names the text, the tool it names, and the
+    two ways out."""
+    path = mode.path or Path(f"<mode {mode.slug}>")
+    return [
+        Problem(
+            path,
+            1,
+            f"mode {mode.slug!r} shows {m.where}, which names {m.tool!r}, a tool the mode does not allow: add "
+            f"{m.tool!r} to the mode (include:), or remove the mention from the text",
+        )
+        for m in foreign_mentions(composer, mode)
+    ]

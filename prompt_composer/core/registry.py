@@ -124,7 +124,8 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     tool the mode does not allow) are reported at its own lines like any other file's.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
-    registry is returned. A folder without ``modes/`` is a registry with zero modes.
+    registry is returned. A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an
+    error: :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
     if not root.is_dir():
@@ -142,6 +143,8 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
                 problems.append(Problem(path, 1, f"duplicate tool name {doc.name!r}"))
             tools[doc.name] = doc
     modes: dict[str, Mode] = {}
+    if (root / "modes").exists() and not (root / "modes").is_dir():
+        problems.append(Problem(root / "modes", 1, "modes is not a folder: mode files go in modes/<slug>.yaml"))
     for path in yaml_files(root / "modes"):
         config, lines, mode_problems = load_mode_file(path)
         problems += mode_problems
@@ -166,6 +169,17 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     if problems:
         raise LoadError(problems)
     return Registry._build(tools, modes, root, groups)
+
+
+def modes_folder_problem(root: Path) -> Problem | None:
+    """The problem of a docs folder with no ``modes/`` folder: it loads (a tool-only folder is fine to search or
+    list), but no mode can show its tools, which is what ``validate`` is asked."""
+    modes = root / "modes"
+    if modes.is_dir():
+        return None
+    if modes.exists():
+        return Problem(modes, 1, "modes is not a folder: mode files go in modes/<slug>.yaml")
+    return Problem(modes, 1, "no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped)")
 
 
 def _apply_overlay_file(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ImporterError
+from ..shared.journal import stop_if_interrupted
 
 
 class Deadline:
@@ -31,6 +32,7 @@ class Deadline:
 
     def check(self, doing: str) -> None:
         """Raise the one-line timeout error, saying what the import was ``doing``, once the deadline has passed."""
+        stop_if_interrupted()  # a SIGINT/SIGTERM whose exception was swallowed stops the import here
         if self._end is not None and time.monotonic() > self._end:
             assert self.seconds is not None
             raise ImporterError(

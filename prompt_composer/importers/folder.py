@@ -3,7 +3,7 @@
 What the importers wrote last time is recorded in ``<folder>/.import-state.json``: per tool doc, its origin, its
 group and a hash of the brief and of the full text as written (see :mod:`.plan`), and per mode a hash of its file
 and of what it was made from (see :mod:`.roomodes`). Files are written to a staging folder and moved into place
-only when everything is valid.
+only when everything is valid, through the journal of :mod:`prompt_composer.shared.journal`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,7 @@ from typing import Any
 from ..core.registry import Registry, load_registry
 from ..errors import ImporterError, InputFileError, LoadError
 from ..shared.files import read_text
+from ..shared.journal import recover, write_all
 
 STATE_FILE = ".import-state.json"
 STATE_VERSION = 1
@@ -32,6 +30,7 @@ def text_hash(text: str) -> str:
 
 def load_output_folder(out: Path) -> Registry | None:
     """The registry already in an import's output folder (``None`` if the folder does not exist yet)."""
+    recover(out)  # an interrupted earlier import is finished or undone before this one reads the folder
     if not out.exists():
         return None
     if not out.is_dir():
@@ -82,41 +81,13 @@ def _no_check(doing: str) -> None:
 
 
 def write_files(out: Path, files: Mapping[str, str], *, check: Callable[[str], None] = _no_check) -> None:
-    """Write ``files`` (relative path → text) under ``out`` via a staging folder, then move them into place.
+    """Write ``files`` (relative path → text) under ``out`` all at once, through a journal (see
+    :mod:`prompt_composer.shared.journal`): killed at any moment, the folder is the old one or the new one once
+    :func:`~prompt_composer.shared.journal.recover` has run (every CLI command that reads it runs it).
 
-    A new ``out`` appears whole in one rename; into an existing one, each file is replaced atomically. ``check``
-    (a deadline's) is called before each file is staged and once more before the first is moved into place: if it
-    raises, the staging folder is removed and nothing has been written.
+    ``check`` (a deadline's) is called before each file is staged and once more before the commit: if it raises,
+    the staging folder is removed and nothing has been written.
     """
     if not files:
         return
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = out.parent / f".{out.name}.import-{secrets.token_hex(4)}"
-        staging.mkdir()  # not mkdtemp: the folder becomes `out`, so it gets the usual permissions
-        try:
-            _write_tree(staging, files, check)
-            check("moving the files into place")
-            staging.rename(out)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
-    try:
-        _write_tree(staging, files, check)
-        check("moving the files into place")
-        for relative in files:
-            target = out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / relative, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _write_tree(root: Path, files: Mapping[str, str], check: Callable[[str], None]) -> None:
-    for index, (relative, text) in enumerate(files.items()):
-        check(f"writing the files ({index:,} of {len(files):,} staged)")
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_all(out, files, check=check)

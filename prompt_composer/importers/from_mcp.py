@@ -18,6 +18,7 @@ from typing import TextIO
 
 from ..errors import ImporterError
 from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
+from ..shared.journal import stop_if_interrupted
 from .deadline import Deadline
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import UpstreamTool, parse_tool_list
@@ -55,6 +56,7 @@ def list_mcp_tools(
         try:
             listing = list_server_tools(spec, timeout=timeout, errlog=errlog)
         except Exception as exc:
+            stop_if_interrupted()  # the listing failed because a signal's exception broke the SDK's event loop
             raise _failure(exc, shown, timeout, errlog) from None
     tools = list(listing.tools)
     parsed = parse_tool_list({"tools": tools}, source=f"MCP server {shown!r}")[1] if tools else []

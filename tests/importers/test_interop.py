@@ -168,6 +168,9 @@ def test_import_json_writes_docs_that_validate(tmp_path: Path, capsys: pytest.Ca
     assert data["origin"] == {"server": "weather", "name": "get.weather"}
     assert data["group"] == "web"
     assert data["brief_source"] == "drafted"
+    code, stdout, err = run_cli(capsys, "--docs", str(out), "validate")
+    assert code == 2 and "no modes/ folder: no mode can show these tools" in err  # the docs are fine; no mode yet
+    (out / "modes").mkdir()
     code, stdout, _ = run_cli(capsys, "--docs", str(out), "validate")
     assert code == 0
     assert stdout.startswith("ok: 1 tool, 0 modes")

@@ -118,8 +118,8 @@ def test_a_real_server_from_pypi_imports_validates_and_composes(
     assert "add       get_current_time  (mcp-time: get_current_time)" in stdout
     assert "add       convert_time  (mcp-time: convert_time)" in stdout
 
-    assert main(["--docs", str(out), "validate"]) == 0
-    assert capsys.readouterr()[0].startswith("ok: 2 tools, 0 modes")
+    assert main(["--docs", str(out), "validate"]) == 2
+    assert "no modes/ folder: no mode can show these tools" in capsys.readouterr()[1]
 
     (out / "modes").mkdir()
     mode = {"slug": "clock", "name": "Clock", "role": "You answer questions about time.", "groups": ["mcp"]}

@@ -119,9 +119,7 @@ def folder(tmp_path: Path) -> Path:
     return target
 
 
-def test_refresh_announces_only_a_reload_that_changed_the_list(
-    folder: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_refresh_announces_only_a_reload_that_changed_the_list(folder: Path, caplog: pytest.LogCaptureFixture) -> None:
     live = LiveRegistry(folder)
     gateway = Gateway(live, "ask")
     before = gateway.tool_list(ClientTask(TaskSession()))
