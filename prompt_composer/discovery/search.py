@@ -120,7 +120,10 @@ class ToolSearch:
     ) -> None:
         self.registry = registry
         self.decompose = decompose
-        self.lexical = LexicalIndex(((n, doc_fields(d)) for n, d in registry.tools.items()), weights=weights)
+        self._weights = weights
+        # One lexical index per set of allowed tools: a mode's idf and length norms come from its own tools only,
+        # so tools outside the mode (another team's server) cannot shift its ranking.
+        self._lexical: dict[frozenset[str], LexicalIndex] = {}
         self.phrasings = Phrasings(phrasings or {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
@@ -200,19 +203,35 @@ class ToolSearch:
                 self._vectors = ToolVectors(self.registry.tools, self.phrasings, embedder, self.cache_file)
             return self._vectors
 
+    def lexical_for(self, mode: Mode) -> LexicalIndex:
+        """The lexical index over the tools ``mode`` allows (built on first use, then shared)."""
+        key = frozenset(mode.allowed)
+        index = self._lexical.get(key)
+        if index is None:
+            tools = self.registry.tools
+            index = LexicalIndex(((n, doc_fields(tools[n])) for n in tools if n in key), weights=self._weights)
+            with self._lock:
+                index = self._lexical.setdefault(key, index)
+        return index
+
     # -- scoring one text -------------------------------------------------------------------------
 
     def _score_text(
-        self, text: str, used: SearchStrategy, allows: Callable[[str], bool], vector: Any = None
+        self,
+        text: str,
+        used: SearchStrategy,
+        allows: Callable[[str], bool],
+        lexical: LexicalIndex,
+        vector: Any = None,
     ) -> _Scored:
         """Scores (about 0..1, the best plain match near 1) and 0..1 similarities of the allowed tools for one
-        text, plus the evidence the miss model reads."""
-        terms = self.lexical.query_terms(text)
+        text, plus the evidence the miss model reads; ``lexical``: the mode's index."""
+        terms = lexical.query_terms(text)
         scores: dict[str, float] = {}
         similarity: dict[str, float] = {}
         evidence: dict[str, float] = {"cover": 0.0, "cover_all": 0.0, "cos": 0.0, "cos_rel": 0.0}
         if used != "semantic":
-            self._add_lexical(terms, used, allows, scores, similarity, evidence)
+            self._add_lexical(lexical, terms, used, allows, scores, similarity, evidence)
             self._add_learned_lexical(terms, allows, scores, evidence)
         if used != "keyword":
             self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
@@ -220,6 +239,7 @@ class ToolSearch:
 
     def _add_lexical(
         self,
+        index: LexicalIndex,
         terms: Counter[str],
         used: SearchStrategy,
         allows: Callable[[str], bool],
@@ -227,15 +247,15 @@ class ToolSearch:
         similarity: dict[str, float],
         evidence: dict[str, float],
     ) -> None:
-        lexical = self.lexical.rank(terms, allows)
+        lexical = index.rank(terms, allows)
         if lexical:
             top_name, top = lexical[0]
-            evidence["cover"] = self.lexical.coverage(terms, top_name, strong=True)
-            evidence["cover_all"] = self.lexical.coverage(terms, top_name)
+            evidence["cover"] = index.coverage(terms, top_name, strong=True)
+            evidence["cover_all"] = index.coverage(terms, top_name)
             share = (1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT) / top
             for name, score in lexical:
                 scores[name] = score * share
-                similarity[name] = self.lexical.coverage(terms, name)
+                similarity[name] = index.coverage(terms, name)
 
     def _add_learned_lexical(
         self, terms: Counter[str], allows: Callable[[str], bool], scores: dict[str, float], evidence: dict[str, float]
@@ -350,7 +370,8 @@ class ToolSearch:
         if len(needs) <= 1:
             needs = []
         vectors = batch_query_vectors(self._get_embedder(), [query, *needs]) if used != "keyword" and needs else {}
-        texts = [self._score_text(text, used, allows, vectors.get(text)) for text in (query, *needs)]
+        lexical = self.lexical_for(mode)
+        texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in (query, *needs)]
         scores, similarity = _merge_needs(texts[0], texts[1:])
         self._lend_co_use(scores, allows)
         confidence = round(max(self.confidence(s.evidence, used) for s in texts), 4)
