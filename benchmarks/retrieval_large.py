@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.large_catalog import LARGE_TASKS, build_large
+from benchmarks.large_catalog import LARGE_MODE, LARGE_TASKS, build_large
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import BenchTask, load_tasks
 from prompt_composer.core.modes import Mode, PreselectConfig
@@ -88,13 +88,14 @@ def main() -> int:
     parser.add_argument("--split", default=None, help="tune or heldout (default: both, each reported)")
     parser.add_argument("--strategy", default=None, help="keyword or hybrid (default: the search's own)")
     parser.add_argument("--misses", action="store_true", help="list every uncovered task")
+    parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before (faster)")
     args = parser.parse_args()
     tasks = load_tasks(LARGE_TASKS)
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
     with tempfile.TemporaryDirectory() as tmp:
-        task_set = build_large(Path(tmp))
-        registry = load_registry(task_set.docs)
-        mode = registry.mode(task_set.mode)
+        docs = args.docs or build_large(Path(tmp)).docs
+        registry = load_registry(docs)
+        mode = registry.mode(LARGE_MODE)
         search = ToolSearch(registry, embedder=False if args.strategy == "keyword" else None)
         config = mode.config.preselect or PreselectConfig()
         for split in splits:
