@@ -1,6 +1,7 @@
 """Agent-level A/B on the real local model: static, composed, every_turn, discovery, auto and oracle, per task set.
 
 Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--large-tasks N]
+     [--split tune|heldout]
      [--variants ...] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
 `large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
@@ -129,6 +130,11 @@ def main() -> int:
     parser.add_argument(
         "--large-tasks", type=int, default=None, help="run N of the large set's tasks, spread evenly (default: all)"
     )
+    parser.add_argument(
+        "--split",
+        default=None,
+        help="run only the large set's tasks of this split (tune or heldout; default: all), before --large-tasks",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
     wanted = set_names(args.sets)
@@ -141,6 +147,10 @@ def main() -> int:
             tasks = load_tasks(task_set.tasks)
             if task_set.name == "coding" and args.coding != "all":
                 tasks = [t for t in tasks if t.id in args.coding.split(",")]
+            if task_set.name == "large" and args.split is not None:
+                tasks = [t for t in tasks if t.split == args.split]
+                if not tasks:
+                    raise SystemExit(f"--split {args.split}: no task of the large set is in that split")
             if task_set.name == "large" and args.large_tasks is not None:
                 tasks = spread(tasks, args.large_tasks)
             # every_turn differs from composed only after a FIFO change: the coding set (real tools, real

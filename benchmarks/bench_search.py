@@ -252,7 +252,10 @@ def _best_evidence(search: ToolSearch, query: str, mode: Any, strategy: Any) -> 
     """The evidence of the request's most confident text (the whole request or one of its needs), as search
     decides a miss."""
     texts = decompose(query) if search.decompose else [query]
-    candidates = [search._score_text(t, strategy, mode.allows).evidence for t in dict.fromkeys([query, *texts])]
+    candidates = [
+        search._score_text(t, strategy, mode.allows, search.lexical_for(mode)).evidence
+        for t in dict.fromkeys([query, *texts])
+    ]
     return max(candidates, key=lambda e: search.confidence(e, strategy))
 
 

@@ -70,7 +70,7 @@ VARIANTS: tuple[Variant, ...] = (
 )
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
-_TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace"})
+_TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace", "split"})
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ class BenchTask:
     args: Mapping[str, Any] = field(default_factory=dict)
     workspace: Path | None = None
     where: str = ""  # FILE:LINE of the task, for errors found after loading
+    split: str = ""  # which part of an honest protocol the task is in ("tune", "heldout"); "" when unsplit
 
 
 def load_tasks(path: str | Path) -> list[BenchTask]:
@@ -110,7 +111,10 @@ def load_tasks(path: str | Path) -> list[BenchTask]:
             raise line_error(path, line.number, '"args" must be an object')
         if args and not expect:
             raise line_error(path, line.number, '"args" needs an expected tool')
-        tasks.append(BenchTask(task_id, task, tuple(expect), args, _workspace(row, path, where), where))
+        split = row.get("split", "")
+        if not isinstance(split, str):
+            raise line_error(path, line.number, '"split" must be a string (e.g. "tune" or "heldout")')
+        tasks.append(BenchTask(task_id, task, tuple(expect), args, _workspace(row, path, where), where, split))
     if not tasks:
         raise InputFileError(f"{path}: no tasks", path=path)
     return tasks

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from ..core.modes import Mode, PreselectConfig
 from .search import ToolSearch
 
+# k per request: a tool is loaded only when its score is at least this share of the best tool's, so a clear leader
+# loads alone and a near tie loads both (each extra tool is a distractor for a small model). Tuned on the tuning
+# half of the large tasks for coverage and precision (docs/benchmarks.md, "Retrieval on the large catalog").
+LEAD_SHARE = 0.7
+
 
 @dataclass(frozen=True)
 class Preselection:
@@ -37,7 +42,9 @@ class Preselection:
         }
 
 
-def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig) -> Preselection:
+def preselect(
+    search: ToolSearch, mode: Mode, text: str, config: PreselectConfig, *, lead_share: float | None = None
+) -> Preselection:
     """The best ``config.k`` tools of ``mode`` for ``text`` that rank above every permanent tool, in rank order
     until the first below ``config.min_confidence``; none on a miss, and none when the keywords alone rank a
     permanent tool first.
@@ -51,6 +58,7 @@ def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig
     permanent one, the request names what a permanent tool does ("where is parse_config called?" and
     ``search_files``), and nothing is loaded. An embedding ranks by topic and can put neighbours first (browser
     config tools for "parse_config"), which a small model then calls instead of the tool it has in full."""
+    lead_share = LEAD_SHARE if lead_share is None else lead_share
     query = " ".join(text.split())
     if not query:
         return Preselection("", (), (), 0.0)
@@ -63,6 +71,8 @@ def preselect(search: ToolSearch, mode: Mode, text: str, config: PreselectConfig
     # The floor ends the list at the first hit below it: the search's similarity is not monotonic in its rank, and
     # skipping a better-ranked tool to load a worse-ranked one only hands the model the worse one.
     hits = list(itertools.takewhile(lambda h: h.similarity >= config.min_confidence, ranked[:first]))[: config.k]
+    if hits and lead_share > 0:
+        hits = [h for h in hits if h.score >= lead_share * hits[0].score]
     return Preselection(query, tuple(h.name for h in hits), tuple(h.similarity for h in hits), result.confidence)
 
 

@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.modes import Mode
+from .expand import expansion
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
 from .phrasings import Phrasings
 from .results import STRATEGIES, Hit, Miss, SearchResult, SearchStrategy, Selection, Strategy
 from .semantic import ToolVectors, batch_query_vectors, for_embedding, query_vector
+from .servers import SERVER_WEIGHT, ServerIndex, lift_by_server
 
 if TYPE_CHECKING:
     from ..core.registry import Registry
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The field a tool's document gains at load (:mod:`.expand`: its name as a phrase, its request verbs): its BM25F
+# weight. Tuned on the tuning half of the large tasks (docs/benchmarks.md, "Retrieval on the large catalog").
+EXPANDED_WEIGHT = 1.0
 # Hybrid scores are a convex combination of the normalised BM25 score (share of the top one) and the normalised
 # cosine (z-score over the mode's tools, as a share of the top one); tuned on held-out queries, where it beat
 # reciprocal-rank fusion (benchmarks/bench_search.py).
@@ -117,10 +122,17 @@ class ToolSearch:
         weights: Mapping[str, tuple[float, float]] = DEFAULT_FIELD_WEIGHTS,
         phrasings: Mapping[str, Sequence[str]] | None = None,
         decompose: bool = True,
+        server_weight: float = SERVER_WEIGHT,
+        expanded_weight: float = EXPANDED_WEIGHT,
     ) -> None:
         self.registry = registry
         self.decompose = decompose
-        self.lexical = LexicalIndex(((n, doc_fields(d)) for n, d in registry.tools.items()), weights=weights)
+        self.server_weight = server_weight
+        self._weights = {**weights, "expanded": (expanded_weight, 0.3)} if expanded_weight > 0 else weights
+        # One lexical index per set of allowed tools: a mode's idf and length norms come from its own tools only,
+        # so tools outside the mode (another team's server) cannot shift its ranking.
+        self._lexical: dict[frozenset[str], LexicalIndex] = {}
+        self._servers: dict[frozenset[str], ServerIndex] = {}
         self.phrasings = Phrasings(phrasings or {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
@@ -200,19 +212,49 @@ class ToolSearch:
                 self._vectors = ToolVectors(self.registry.tools, self.phrasings, embedder, self.cache_file)
             return self._vectors
 
+    def lexical_for(self, mode: Mode) -> LexicalIndex:
+        """The lexical index over the tools ``mode`` allows (built on first use, then shared)."""
+        key = frozenset(mode.allowed)
+        index = self._lexical.get(key)
+        if index is None:
+            tools = self.registry.tools
+            index = LexicalIndex(
+                ((n, {**doc_fields(tools[n]), "expanded": expansion(n)}) for n in tools if n in key),
+                weights=self._weights,
+            )
+            with self._lock:
+                index = self._lexical.setdefault(key, index)
+        return index
+
+    def servers_for(self, mode: Mode) -> ServerIndex:
+        """The server index over the tools ``mode`` allows (built on first use, then shared)."""
+        key = frozenset(mode.allowed)
+        index = self._servers.get(key)
+        if index is None:
+            tools = self.registry.tools
+            index = ServerIndex((tools[n] for n in tools if n in key), self.registry.groups)
+            with self._lock:
+                index = self._servers.setdefault(key, index)
+        return index
+
     # -- scoring one text -------------------------------------------------------------------------
 
     def _score_text(
-        self, text: str, used: SearchStrategy, allows: Callable[[str], bool], vector: Any = None
+        self,
+        text: str,
+        used: SearchStrategy,
+        allows: Callable[[str], bool],
+        lexical: LexicalIndex,
+        vector: Any = None,
     ) -> _Scored:
         """Scores (about 0..1, the best plain match near 1) and 0..1 similarities of the allowed tools for one
-        text, plus the evidence the miss model reads."""
-        terms = self.lexical.query_terms(text)
+        text, plus the evidence the miss model reads; ``lexical``: the mode's index."""
+        terms = lexical.query_terms(text)
         scores: dict[str, float] = {}
         similarity: dict[str, float] = {}
         evidence: dict[str, float] = {"cover": 0.0, "cover_all": 0.0, "cos": 0.0, "cos_rel": 0.0}
         if used != "semantic":
-            self._add_lexical(terms, used, allows, scores, similarity, evidence)
+            self._add_lexical(lexical, terms, used, allows, scores, similarity, evidence)
             self._add_learned_lexical(terms, allows, scores, evidence)
         if used != "keyword":
             self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
@@ -220,6 +262,7 @@ class ToolSearch:
 
     def _add_lexical(
         self,
+        index: LexicalIndex,
         terms: Counter[str],
         used: SearchStrategy,
         allows: Callable[[str], bool],
@@ -227,15 +270,15 @@ class ToolSearch:
         similarity: dict[str, float],
         evidence: dict[str, float],
     ) -> None:
-        lexical = self.lexical.rank(terms, allows)
+        lexical = index.rank(terms, allows)
         if lexical:
             top_name, top = lexical[0]
-            evidence["cover"] = self.lexical.coverage(terms, top_name, strong=True)
-            evidence["cover_all"] = self.lexical.coverage(terms, top_name)
+            evidence["cover"] = index.coverage(terms, top_name, strong=True)
+            evidence["cover_all"] = index.coverage(terms, top_name)
             share = (1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT) / top
             for name, score in lexical:
                 scores[name] = score * share
-                similarity[name] = self.lexical.coverage(terms, name)
+                similarity[name] = index.coverage(terms, name)
 
     def _add_learned_lexical(
         self, terms: Counter[str], allows: Callable[[str], bool], scores: dict[str, float], evidence: dict[str, float]
@@ -350,8 +393,13 @@ class ToolSearch:
         if len(needs) <= 1:
             needs = []
         vectors = batch_query_vectors(self._get_embedder(), [query, *needs]) if used != "keyword" and needs else {}
-        texts = [self._score_text(text, used, allows, vectors.get(text)) for text in (query, *needs)]
+        lexical = self.lexical_for(mode)
+        texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in (query, *needs)]
         scores, similarity = _merge_needs(texts[0], texts[1:])
+        if self.server_weight > 0:
+            servers = self.servers_for(mode)
+            shares = servers.shares(lexical.query_terms(query))
+            lift_by_server(scores, shares, servers.server.__getitem__, self.server_weight)
         self._lend_co_use(scores, allows)
         confidence = round(max(self.confidence(s.evidence, used) for s in texts), 4)
         ranked = [
