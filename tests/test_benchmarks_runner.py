@@ -82,4 +82,4 @@ def test_only_the_missing_files_are_listed(tmp_path: Path) -> None:
 def test_an_unknown_benchmark_name_exits_2(bare: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run.main(["nosuch"]) == 2
     err = capsys.readouterr().err
-    assert "run.py: no benchmark matches nosuch (there are: agent, compose, fuzz, replay, search" in err
+    assert "run.py: no benchmark matches nosuch (there are: agent, bounds, compose, fuzz, replay, replicas," in err
