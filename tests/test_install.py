@@ -122,8 +122,12 @@ def test_fresh_venv_init_then_audit_and_compose_without_docs_and_the_package_is_
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
+    # --ignore-installed: the interpreter running the tests may have prompt-composer installed already (CI
+    # installs it); pip would call the wheel "already satisfied" and leave the venv without its own copy.
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, capture_output=True
+        [str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PROMPT_COMPOSER_")}
     command = str(venv / "bin" / "prompt-composer")
