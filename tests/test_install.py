@@ -13,9 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
-def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
-    pytest.importorskip("hatchling")
+def built_wheel(tmp_path: Path) -> Path:
+    """The checkout built into a wheel under ``tmp_path`` (no build isolation: no network in tests)."""
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
         [
@@ -34,6 +33,13 @@ def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
         capture_output=True,
     )
     (wheel,) = wheel_dir.glob("prompt_composer-*.whl")
+    return wheel
+
+
+@pytest.mark.slow
+def test_wheel_ships_tool_docs_and_templates(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling")
+    wheel = built_wheel(tmp_path)
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
@@ -96,24 +102,7 @@ def test_fresh_venv_init_then_audit_and_compose_without_docs_and_the_package_is_
     `mypy --strict` sees the package as typed (py.typed is in the wheel)."""
     pytest.importorskip("hatchling")
     pytest.importorskip("mypy")
-    wheel_dir = tmp_path / "wheel"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(wheel_dir),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = wheel_dir.glob("prompt_composer-*.whl")
+    wheel = built_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     assert "prompt_composer/py.typed" in names
