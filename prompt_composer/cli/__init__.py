@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import LoadError, PromptComposerError
+from ..shared.extras import extra_of, needs_extra
 from ..shared.version import VERSION as __version__
 from . import agent, bench, discovery, gateway, help_text, interop, local, project, registry, stats, tune
 
@@ -157,6 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `prompt-composer … | head` is fine
         return 0
+    except ModuleNotFoundError as exc:  # an optional extra's module that no check above caught: still one line
+        extra = extra_of(exc)
+        if extra is None:
+            raise
+        print(f"error: {needs_extra(args.command, extra)}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -19,6 +19,7 @@ from ..learn.costs import COST_MODELS
 from ..learn.events import EventLog
 from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
 from ..learn.traces import load_traces, split_by_model
+from ..shared.extras import needs_extra
 from ..shared.text import plural
 from ._common import (
     add_learn_from,
@@ -156,7 +157,7 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
         try:
             from ..agent import openai as adapter
         except ImportError:
-            return "the openai provider needs the openai SDK: pip install 'prompt-composer[openai]'"
+            return needs_extra(f"--provider {provider}", "openai")
         return adapter.sdk_client(base_url, timeout=timeout)
     from ..agent import anthropic as anthropic_adapter
 

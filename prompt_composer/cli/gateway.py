@@ -129,16 +129,15 @@ def _gateway_notices(args: argparse.Namespace) -> Iterator[None]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import anyio
+    from ..mcp.client import require_sdk
 
-        from ..mcp.auth import check_exposure
-        from ..mcp.gateway import Gateway, serve_http, serve_stdio
-    except ImportError:
-        print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
-        return 2
+    require_sdk("serve")  # before anything loads: a missing extra is one line (exit 2)
+    import anyio
+
     from ..errors import AuthConfigError, ExecutorError
     from ..learn.events import EventLog
+    from ..mcp.auth import check_exposure
+    from ..mcp.gateway import Gateway, serve_http, serve_stdio
     from ..mcp.upstreams import Upstreams, load_servers
     from ..safety.executors import workspace_executors
 

