@@ -12,7 +12,7 @@ from ..core.audit import ModeAudit, run_audit
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
 from ..core.mentions import mention_problems
-from ..core.registry import modes_folder_problem
+from ..core.registry import Registry, modes_folder_problem
 from ..errors import LoadError, UnknownToolError
 from ..safety.ci_formats import to_github, to_sarif_json
 from ..safety.lint import scan_registry
@@ -195,10 +195,25 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     warn_over_budget(registry, mode)
     result = handle_fetch(registry, mode, {"name": args.name})
     if result.is_error:
-        print(result.content, file=sys.stderr)
+        # The model's refusal is the same for a hidden tool and an absent one, on purpose; the operator, who can
+        # read every mode, is told where the tool is instead.
+        print(elsewhere(registry, mode.slug, args.name) or result.content, file=sys.stderr)
         return 1
     print(result.content)
     return 0
+
+
+def elsewhere(registry: Registry, slug: str, name: str) -> str | None:
+    """``error: mode 'helper' has no tool 'http_get'; mode 'reviewer' has it: …--mode reviewer``, when the tool is
+    in the registry but not in mode ``slug``; else ``None``."""
+    if name not in registry.tools:
+        return None
+    modes = [m for m in registry.modes if m != slug and registry.modes[m].allows(name)]
+    if not modes:
+        why = "quarantined by the lint (audit --security)" if registry.tools[name].quarantined else "in no mode"
+        return f"error: mode {slug!r} has no tool {name!r}; it is in the tool docs, but {why}"
+    which = f"mode {modes[0]!r} has it" if len(modes) == 1 else f"modes {', '.join(map(repr, modes))} have it"
+    return f"error: mode {slug!r} has no tool {name!r}; {which}: prompt-composer fetch {name} --mode {modes[0]}"
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
