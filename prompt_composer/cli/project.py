@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PromptComposerError
+from . import init_output
 from .settings import DEFAULTS, ENV, KEYS, TABLE, Settings, resolve
 
 LOG_WRITERS = frozenset({"run", "serve"})  # the commands whose --log the event-log setting fills
@@ -26,6 +27,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("init", help="write a starter tool docs folder and print the pyproject.toml lines for it")
     p.add_argument(
         "dir", nargs="?", default="tool_docs", metavar="DIR", help="the folder to create (default: tool_docs)"
+    )
+    p.add_argument(
+        "--add-mode",
+        metavar="SLUG",
+        help="instead, add a mode to DIR, an existing docs folder (such as an import's): it allows every group of "
+        "DIR's tool docs",
     )
     p.set_defaults(handler=cmd_init)
 
@@ -80,6 +87,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    if args.add_mode is not None:
+        return init_output.cmd_add_mode(args)
     target = Path(args.dir)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         print(f"error: {target} already exists and is not an empty folder; nothing was written", file=sys.stderr)
@@ -95,8 +104,5 @@ def cmd_init(args: argparse.Namespace) -> int:
         partial.rename(target)
     files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.yaml"))
     print(f"# wrote {target}: {', '.join(files)}", file=sys.stderr)
-    print("# add to pyproject.toml (the docs path is relative to that file's folder):", file=sys.stderr)
-    print(f"[{TABLE}]")
-    print(f"docs = {json.dumps(target.as_posix())}")
-    print(f'{KEYS["mode"]} = "{STARTER_MODE}"')
+    init_output.print_settings(target, STARTER_MODE)
     return 0
