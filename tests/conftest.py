@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from prompt_composer import Composer, Registry, load_registry
+from prompt_composer.shared import yamlfile
 from tests.helpers import make_doc, make_mode
 
 
@@ -48,3 +50,21 @@ def workspace(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# Demo\n")
     (tmp_path / "secret.txt").write_text("secret\n")
     return root
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("libyaml", marks=pytest.mark.skipif(yamlfile.CParser is None, reason="PyYAML without libyaml")),
+        "python",
+    ],
+)
+def yaml_parser(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test of a module that uses it runs under both YAML parsers: libyaml's (the default where PyYAML has
+    it) and the pure-Python one (the fallback)."""
+    before = yamlfile.PARSER
+    yamlfile.PARSER = request.param
+    try:
+        yield request.param
+    finally:
+        yamlfile.PARSER = before
