@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from ..errors import Problem, did_you_mean
-from ..shared.yamlfile import LineMap, line_of, load_named_model, read_yaml, validation_problems
+from ..shared.yamlfile import LineMap, YamlReader, line_of, load_named_model, read_yaml, validation_problems
 from .docs import ToolDoc
 
 ToolStyle = Literal["native", "text"]
@@ -214,9 +214,9 @@ class Mode:
         return None
 
 
-def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
-    """Load one mode file; its ``slug`` must equal the file's stem."""
-    return load_named_model(path, ModeConfig, "slug")
+def load_mode_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
+    """Load one mode file (read with ``read``); its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug", read=read)
 
 
 def resolve_mode(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -285,12 +285,19 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
     Whatever the file holds, the outcome is data or ``path:line`` problems, never an exception: the file is read
     through :func:`~prompt_composer.shared.files.read_text` (regular files only, at most :data:`MAX_YAML_BYTES`),
     and the reader's, parser's and constructor's errors all become problems at their line."""
+    text = yaml_text(path)
+    if isinstance(text, Problem):
+        return None, {}, [text]
+    return parse_yaml(text, path)
+
+
+def yaml_text(path: Path) -> str | Problem:
+    """The text of the YAML file ``path`` as :func:`read_yaml` reads it, or the problem that it cannot be read."""
     try:
-        text = read_text(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
+        return read_text(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
     except InputFileError as exc:
         reason = str(exc).partition(": cannot read the YAML file: ")[2] or str(exc)
-        return None, {}, [Problem(path, 1, f"cannot read file: {reason}")]
-    return parse_yaml(text, path)
+        return Problem(path, 1, f"cannot read file: {reason}")
 
 
 def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
@@ -391,9 +398,12 @@ def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> I
         yield Problem(path, line_of(lines, loc), message)
 
 
-def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Problem]]:
-    """Read ``path`` as YAML and validate it as ``model``; problems instead of exceptions."""
-    data, lines, problems = read_yaml(path)
+YamlReader = Callable[[Path], tuple[Any, LineMap, list[Problem]]]  # read_yaml, or a cache's read (see .yamlcache)
+
+
+def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> tuple[M | None, LineMap, list[Problem]]:
+    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions."""
+    data, lines, problems = read(path)
     if data is None and not problems:
         problems.append(Problem(path, 1, "file is empty"))
     if problems:
@@ -406,9 +416,11 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Prob
         return None, lines, list(validation_problems(path, lines, exc))
 
 
-def load_named_model(path: Path, model: type[M], key: str) -> tuple[M | None, LineMap, list[Problem]]:
+def load_named_model(
+    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml
+) -> tuple[M | None, LineMap, list[Problem]]:
     """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
-    obj, lines, problems = load_model(path, model)
+    obj, lines, problems = load_model(path, model, read=read)
     if obj is not None and getattr(obj, key) != path.stem:
         message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
         return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]
