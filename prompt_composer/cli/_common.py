@@ -36,12 +36,13 @@ def positive_int(text: str) -> int:
 
 def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
-    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting."""
+    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting;
+    through the parsed-docs cache unless ``--no-cache`` or the registry-cache setting turned it off."""
     overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
     docs = getattr(args, "docs", None)
     if docs is not None:
         say_recovered(recover(docs))
-    return load_registry(docs, overlay=overlay)
+    return load_registry(docs, overlay=overlay, cache=getattr(args, "cache", True))
 
 
 def add_mode_option(parser: Any, what: str = "the mode to use") -> None:

@@ -99,7 +99,7 @@ def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegi
             file=sys.stderr,
         )
 
-    return LiveRegistry(args.docs, on_error=report)
+    return LiveRegistry(args.docs, on_error=report, cache=getattr(args, "cache", True))
 
 
 def _announce(url: str) -> None:

@@ -17,7 +17,7 @@ from typing import Literal
 from ..errors import InputFileError, did_you_mean
 
 TABLE = "tool.prompt-composer"
-SettingName = Literal["docs", "mode", "overlay", "event_log"]
+SettingName = Literal["docs", "mode", "overlay", "event_log", "registry_cache"]
 
 # Per setting: its environment variable, its key in [tool.prompt-composer], its flag, and whether it is a path.
 # Paths read from pyproject.toml are relative to that file's folder; from a flag or the environment, to the
@@ -27,21 +27,31 @@ ENV: Mapping[SettingName, str] = {
     "mode": "PROMPT_COMPOSER_MODE",
     "overlay": "PROMPT_COMPOSER_OVERLAY",
     "event_log": "PROMPT_COMPOSER_EVENT_LOG",
+    "registry_cache": "PROMPT_COMPOSER_REGISTRY_CACHE",
 }
 KEYS: Mapping[SettingName, str] = {
     "docs": "docs",
     "mode": "default-mode",
     "overlay": "overlay",
     "event_log": "event-log",
+    "registry_cache": "registry-cache",
 }
-FLAGS: Mapping[SettingName, str] = {"docs": "--docs", "mode": "--mode", "overlay": "--overlay", "event_log": "--log"}
+FLAGS: Mapping[SettingName, str] = {
+    "docs": "--docs",
+    "mode": "--mode",
+    "overlay": "--overlay",
+    "event_log": "--log",
+    "registry_cache": "--no-cache",
+}
 PATHS: frozenset[SettingName] = frozenset({"docs", "overlay", "event_log"})
 DEFAULTS: Mapping[SettingName, str] = {
     "docs": "the shipped tool docs",
     "mode": "none: --mode is needed",
     "overlay": "none",
     "event_log": "none: nothing is logged",
+    "registry_cache": "on: parsed docs are kept in the user cache",
 }
+SWITCHES: Mapping[str, bool] = {"on": True, "off": False}  # the values of registry-cache (TOML's true/false too)
 
 
 @dataclass(frozen=True)
@@ -62,10 +72,11 @@ class Settings:
     mode: Setting
     overlay: Setting
     event_log: Setting
+    registry_cache: Setting
     pyproject: Path | None  # the pyproject.toml whose table was read, if any
 
     def all(self) -> tuple[Setting, ...]:
-        return (self.docs, self.mode, self.overlay, self.event_log)
+        return (self.docs, self.mode, self.overlay, self.event_log, self.registry_cache)
 
 
 def find_pyproject(start: Path) -> tuple[Path, dict[str, object]] | None:
@@ -102,6 +113,8 @@ def _from_table(path: Path, table: Mapping[str, object]) -> dict[SettingName, st
                 f"(known keys: {', '.join(names)})",
                 path=path,
             )
+        if key == KEYS["registry_cache"] and isinstance(value, bool):
+            value = "on" if value else "off"
         if not isinstance(value, str) or not value.strip():
             raise InputFileError(f"{path}: [{TABLE}] {key} must be a non-empty string, not {value!r}", path=path)
         name = names[key]

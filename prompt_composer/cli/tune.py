@@ -104,7 +104,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         def check(path: Path) -> None:  # the new overlay must load over the same docs, or it is not written
             try:
-                load_registry(root, overlay=path)
+                load_registry(root, overlay=path, cache=getattr(args, "cache", True))
             except LoadError as exc:  # its problems, at the lines of the file the user will edit
                 raise LoadError([replace(p, path=target) if p.path == path else p for p in exc.problems]) from None
 
