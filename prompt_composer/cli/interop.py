@@ -9,7 +9,6 @@ or undone by the next command that reads the folder (see :mod:`prompt_composer.s
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 import threading
@@ -18,9 +17,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ..importers.from_json import import_json
-from ..importers.from_mcp import import_mcp
-from ..importers.roomodes import RooModesError, import_roomodes
 from ..shared.journal import (
     Interrupted,
     applied_writes,
@@ -29,7 +25,6 @@ from ..shared.journal import (
     interrupted_by,
     recover,
 )
-from . import json_out
 from ._common import say_recovered
 
 
@@ -104,6 +99,8 @@ def register(sub: Any) -> None:
 def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
 
+    import asyncio
+
     def handler(signum: int, frame: FrameType | None) -> None:
         try:
             loop = asyncio.get_running_loop()
@@ -129,6 +126,8 @@ def _signals_raise() -> Iterator[None]:
 
 def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        import asyncio
+
         before = applied_writes()
         try:
             with _signals_raise():
@@ -157,6 +156,9 @@ def _print(lines: list[str]) -> int:
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from ..importers.from_mcp import import_mcp
+    from . import json_out
+
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
@@ -176,6 +178,9 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_import_json(args: argparse.Namespace) -> int:
+    from ..importers.from_json import import_json
+    from . import json_out
+
     plan = import_json(
         args.file,
         args.out,
@@ -191,6 +196,9 @@ def cmd_import_json(args: argparse.Namespace) -> int:
 
 
 def cmd_import_roomodes(args: argparse.Namespace) -> int:
+    from ..importers.roomodes import RooModesError, import_roomodes
+    from . import json_out
+
     permanent = [n.strip() for n in args.permanent.split(",") if n.strip()]
     try:
         plan = import_roomodes(

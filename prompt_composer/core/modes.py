@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import regex
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -44,6 +43,8 @@ class FileRestriction(BaseModel):
     @field_validator("file_regex")
     @classmethod
     def _compiles(cls, value: str) -> str:
+        import regex  # here, not at the top: only a mode with file restrictions needs it
+
         try:
             regex.compile(value)
         except regex.error as exc:
@@ -51,6 +52,8 @@ class FileRestriction(BaseModel):
         return value
 
     def allows(self, path: str) -> bool:
+        import regex
+
         return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 

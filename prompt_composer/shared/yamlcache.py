@@ -13,33 +13,26 @@ The cache saves parsing, not checking: what it returns is validated by the calle
 It is never trusted to be well formed either: a file that is not JSON, is truncated, names another package
 version, schema or folder, or holds an entry of the wrong shape is ignored whole, with a log line, and rebuilt.
 
-Why JSON: the cache lives in a folder other programs can write, so it must hold data only, never anything that
-runs or builds objects when read (pickle does; ``marshal`` can hold code objects and is documented as unsafe for
-untrusted data). JSON holds exactly what a tool doc is made of (mappings with string keys, lists, strings,
-numbers, booleans, null); a file whose data holds anything else (a YAML timestamp, a set) is simply not cached.
-``json.loads`` of a 331-tool folder's cache takes ~10 ms.
-
-It is written atomically (a temporary file in the same folder, then a rename), so a reader sees the old cache
-or the new one; two processes saving at once leave one complete cache. At most :data:`MAX_FOLDERS` folders are
-kept (the least recently written go first).
+It is JSON (see :mod:`.cache_files` for why): JSON holds exactly what a tool doc is made of (mappings with
+string keys, lists, strings, numbers, booleans, null); a file whose data holds anything else (a YAML timestamp, a
+set) is simply not cached. ``json.loads`` of a 331-tool folder's cache takes ~10 ms. It is written atomically,
+so a reader sees the old cache or the new one, and two processes saving at once leave one complete cache. At
+most :data:`MAX_FOLDERS` folders are kept (the least recently written go first).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import logging
 import os
 import re
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputFileError, Problem
-from .cache_dir import default_cache_dir
+from .cache_files import folder_cache_file, prune, read_cache, write_cache
 from .files import read_bytes
 from .version import VERSION
 from .yamlfile import MAX_YAML_BYTES, LineMap, parse_yaml, read_yaml, yaml_text
@@ -52,7 +45,7 @@ SCHEMA = 1  # raised whenever what an entry holds, or how data is read, changes
 # the coarsest file times in common use (FAT) are 2 s apart.
 RACY_NS = 2_000_000_000
 MAX_FOLDERS = 64
-MAX_CACHE_BYTES = 256 * 1024 * 1024
+WHAT = "parsed-YAML cache"
 _IDENTITY = ("size", "mtime_ns", "ctime_ns", "ino", "dev")
 _ENTRY_KEYS = frozenset({*_IDENTITY, "sha256", "checked_ns", "data"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -60,10 +53,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 def cache_file(root: Path, cache_dir: Path | None = None) -> Path:
     """The cache file of the folder ``root``: ``<cache dir>/registry/<folder name>-<hash of its path>.json``."""
-    resolved = str(root.resolve())
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-.")[:40] or "root"
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return (cache_dir or default_cache_dir()) / "registry" / f"{slug}-{digest}.json"
+    return folder_cache_file("registry", root, cache_dir)
 
 
 def _identity(info: os.stat_result) -> dict[str, int]:
@@ -137,23 +127,13 @@ class YamlCache:
         self.parsed = 0
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = read_bytes(self.path, what="parsed-YAML cache", max_bytes=MAX_CACHE_BYTES)
-        except InputFileError as exc:
-            self._existed = self.path.exists() or self.path.is_symlink()
-            if self._existed:
-                logger.warning("ignoring the parsed-YAML cache %s: %s; it will be rebuilt", self.path, exc)
-            return {}
-        self._existed = True
-        try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (a truncated write), nested too deeply
-            logger.warning("ignoring the parsed-YAML cache %s: not JSON (%s); it will be rebuilt", self.path, exc)
+        document, self._existed = read_cache(self.path, WHAT, logger)
+        if document is None:
             return {}
         entries = _entries(document, str(self.root))
         if isinstance(entries, str):
             level = logging.INFO if entries.startswith("written by another version") else logging.WARNING
-            logger.log(level, "ignoring the parsed-YAML cache %s: %s; it will be rebuilt", self.path, entries)
+            logger.log(level, "ignoring the %s %s: %s; it will be rebuilt", WHAT, self.path, entries)
             return {}
         return entries
 
@@ -230,39 +210,9 @@ class YamlCache:
             "root": str(self.root),
             "files": dict(sorted(self._seen.items())),
         }
-        try:
-            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-        except (ValueError, RecursionError) as exc:  # not expected: every entry was checked plain
-            logger.warning("not saving the parsed-YAML cache %s: %s", self.path, exc)
+        if not write_cache(self.path, document, WHAT, logger):
             return
-        folder = self.path.parent
-        temporary: str | None = None
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(temporary, self.path)
-            temporary = None
-        except OSError as exc:
-            logger.info("cannot save the parsed-YAML cache %s: %s", self.path, exc)
-            return
-        finally:
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
         self._entries, self._dirty = dict(self._seen), False
         if not self._existed:
             self._existed = True
-            _prune(folder, keep=self.path)
-
-
-def _prune(folder: Path, *, keep: Path) -> None:
-    """Delete the least recently written cache files of ``folder`` past :data:`MAX_FOLDERS` (never ``keep``)."""
-    try:
-        files = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.json") if p != keep]
-    except OSError:
-        return
-    for _, path in sorted(files, reverse=True)[MAX_FOLDERS - 1 :]:
-        with contextlib.suppress(OSError):
-            path.unlink()
+            prune(self.path.parent, keep=self.path, most=MAX_FOLDERS)

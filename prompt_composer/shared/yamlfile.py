@@ -47,7 +47,7 @@ _MAX_INT_CHARS = 300  # far past any number a doc holds; a longer one could exce
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # What only the Python parser reads (see _loader): a character YAML does not allow (PyYAML's reader's own
 # pattern), a tab, or a "!" where a token can start.
-_PYTHON_ONLY = re.compile(f"{Reader.NON_PRINTABLE.pattern}|\t|(?:^|(?<=[\\s\\[{{,]))!")
+_PYTHON_ONLY = f"{Reader.NON_PRINTABLE.pattern}|\t|(?:^|(?<=[\\s\\[{{,]))!"  # compiled at the first parse
 
 
 def _surrogate(node: yaml.ScalarNode, problems: list[tuple[str, int]]) -> bool:
@@ -205,7 +205,7 @@ def _loader(text: str, parser: str) -> _Bounded:
     where PyYAML refuses one, as after ``key:``); and one that may hold a tag (a ``!`` where a token can start:
     the parsers end a tag at different characters, and read the non-specific ``!`` differently). No shipped or
     imported doc holds a tab or a tag, so real docs take the fast path; the rest keep today's reading."""
-    if parser == "libyaml" and CParser is not None and not _PYTHON_ONLY.search(text):
+    if parser == "libyaml" and CParser is not None and not re.search(_PYTHON_ONLY, text):
         try:
             return _CBoundedLoader(text)
         except UnicodeEncodeError:
