@@ -7,8 +7,9 @@ interpreter, the imports, reading the docs, composing, printing. Each case is a 
 the installed ``prompt-composer`` script starts (``from prompt_composer.cli import main``), timed from outside,
 ``--runs`` times; the baseline, ``python -c 'import yaml, pydantic, jinja2'``, runs in the same rounds (baseline,
 then every case, round after round), so load on the machine falls on both. The ratio of each case is the median
-of its runs' ratios to the baseline run of the same round. Printed: median and spread (min–max) of each, the
-ratio, the target, and the machine's load average before and after.
+of its runs' ratios to the baseline run of the same round. Printed: median and spread (min–max) of the wall time,
+its ratio, the target, the ratio of CPU time (user + system, the kernel's own accounting of the process, which
+other jobs on the machine disturb less), and the machine's load average before and after.
 
 The cases:
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,6 +67,7 @@ class Case:
     cache: str  # "warm", "empty" or "none" (the command reads no docs)
     times: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    cpu_ratios: list[float] = field(default_factory=list)
 
 
 def thousand_tools(out: Path) -> int:
@@ -88,13 +91,16 @@ def thousand_tools(out: Path) -> int:
     return len(chosen)
 
 
-def run(command: list[str], env: dict[str, str], cwd: Path) -> float:
+def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """The wall time and the CPU time (user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def environment(cache: Path) -> dict[str, str]:
@@ -112,15 +118,16 @@ def measure(cases: list[Case], runs: int, work: Path) -> list[float]:
             run(ENTRY + case.args, environment(warm), idle)
     baseline: list[float] = []
     for round_ in range(runs):
-        base = run(BASELINE, environment(warm), idle)
+        base, base_cpu = run(BASELINE, environment(warm), idle)
         baseline.append(base)
         for case in cases:
             cache = warm
             if case.cache == "empty":
                 cache = work / f"empty-cache-{round_}"  # new, so empty; made by the command itself
-            took = run(ENTRY + case.args, environment(cache), idle)
+            took, cpu = run(ENTRY + case.args, environment(cache), idle)
             case.times.append(took)
             case.ratios.append(took / base)
+            case.cpu_ratios.append(cpu / base_cpu)
     return baseline
 
 
@@ -168,16 +175,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Load average (1, 5, 15 min) before {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}, after "
         f"{after[0]:.2f} {after[1]:.2f} {after[2]:.2f}; {os.cpu_count()} CPUs; took {took:.0f} s.\n"
     )
-    print("| process | median | spread (min–max) | × baseline | target | met |")
-    print("|---|---:|---:|---:|---:|---|")
-    print(f"| baseline: `python -c 'import yaml, pydantic, jinja2'` | {base:.3f} s | {spread(baseline)} s | 1× | | |")
+    print("| process | median | spread (min–max) | × baseline | target | met | CPU × baseline |")
+    print("|---|---:|---:|---:|---:|---|---:|")
+    print(
+        f"| baseline: `python -c 'import yaml, pydantic, jinja2'` | {base:.3f} s | {spread(baseline)} s | 1× | | | 1× |"
+    )
     for case in cases:
         ratio = statistics.median(case.ratios)
         target = f"≤ {case.target:g}×" if case.target is not None else "(reference)"
         met = "" if case.target is None else ("yes" if ratio <= case.target else "**no**")
         print(
             f"| {case.name} | {statistics.median(case.times):.3f} s | {spread(case.times)} s | {ratio:.2f}× | "
-            f"{target} | {met} |"
+            f"{target} | {met} | {statistics.median(case.cpu_ratios):.2f}× |"
         )
     return 0
 

@@ -184,7 +184,8 @@ def _compose(args: argparse.Namespace, composer: Composer) -> int:
             tools = anthropic_native_tools(prompt.tools, prompt.deferred)
     else:
         prompt = composer.compose(mode, recent=recent)
-        tools = tools_for(args.provider, prompt.tools)
+        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one).
+        tools = list(prompt.tools) if args.provider == "anthropic" else tools_for(args.provider, prompt.tools)
     warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
         print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
