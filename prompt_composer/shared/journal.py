@@ -311,7 +311,8 @@ def discard(folder: str | Path) -> list[Recovery]:
                 remove_entry(name, folder_fd)
                 if mine:
                     journal_records.forget(real_folder(folder), name)
-                done.append(Recovery(folder, folder / name, "discarded", files, committed))
+                # A mix is possible only when an import of ours had committed; a foreign one moved nothing.
+                done.append(Recovery(folder, folder / name, "discarded", files, committed and mine))
     except OSError as exc:
         raise ImporterError(f"{folder}: could not discard the staging folders: {exc.strerror or exc}") from None
     return done

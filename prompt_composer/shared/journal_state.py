@@ -122,13 +122,15 @@ class Pending:
         action = f"apply {self.files} staged file(s)" if self.committed else f"discard {self.files} staged file(s)"
         if not self.ours:
             state = "committed" if self.committed else "not committed"
+            besides = f"; besides, {self.blocker}" if self.blocker else ""
             head = (
-                f"an interrupted import ({state}: recovery would {action}) that prompt-composer has no record of "
-                f"writing, e.g. a staging folder committed to a repository: it is left untouched and never applied"
+                f"an interrupted import ({state}, {self.files} staged file(s); recovery refuses it) that "
+                f"prompt-composer has no record of writing, e.g. a staging folder committed to a repository: it is "
+                f"left untouched and never applied{besides}"
             )
             tail = f"inspect it and delete it, or run `{discard}`"
             if self.committed:
-                return f"{head}, and the folder is not read while it is there; {tail}"
+                return f"{head}; the folder is not read while it is there; {tail}"
             return f"{head}; the folder is as it was before it and is read as it is; {tail}"
         if not self.committed:
             return (
@@ -180,7 +182,7 @@ def _inspect(folder: Path, folder_fd: int, name: str, running: bool) -> Pending:
                 return Pending(folder, staging, None, 0, mine, running, f"{exc.relative}: {exc.reason}")
             return Pending(folder, staging, False, 0, mine, running, f"{exc.relative}: {exc.reason}")
         blocker = None
-        if committed:
+        if committed or not mine:  # what recovery could not get past (a foreign one: said, not acted on)
             blocker = next(filter(None, (target_problem(folder_fd, parts) for parts in files)), None)
         return Pending(folder, staging, committed, len(files), mine, running, blocker)
     finally:

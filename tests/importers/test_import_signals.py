@@ -247,7 +247,7 @@ def test_a_running_write_is_left_alone_and_import_recover_says_what_it_did(
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
         assert recover(folder) == [] and staging.exists()
-        code, stdout, stderr = validate(folder, capsys)  # a write in progress that has not committed: read as is
+        code, stdout, _ = validate(folder, capsys)  # a write in progress that has not committed: read as is
         assert code == 0 and stdout.startswith("ok: 28 tools") and "interrupted" not in caplog.text
     finally:
         assert holder.stdin is not None and holder.stdout is not None
@@ -255,7 +255,7 @@ def test_a_running_write_is_left_alone_and_import_recover_says_what_it_did(
         holder.wait(timeout=30)
         holder.stdout.close()
     caplog.clear()
-    code, stdout, stderr = validate(folder, capsys)  # the writer is gone: the reader says so, and still reads
+    code, stdout, _ = validate(folder, capsys)  # the writer is gone: the reader says so, and still reads
     assert code == 0 and stdout.startswith("ok: 28 tools") and staging.exists()
     assert f"{staging}: an interrupted import, not committed" in caplog.text
     code, said = recover_cli(folder, capsys)
