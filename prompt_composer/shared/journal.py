@@ -218,9 +218,10 @@ def _is_empty(dir_fd: int) -> bool:
         return next(entries, None) is None
 
 
-def _recover_locked(folder: Path, folder_fd: int) -> list[Recovery]:
+def _recover_locked(folder: Path, folder_fd: int, *, keep_folder: bool = False) -> list[Recovery]:
     """Every journal of the (locked) folder checked first, then acted on: one that is not this tool's, or that
-    cannot complete, stops everything before anything changes."""
+    cannot complete, stops everything before anything changes. ``keep_folder``: a write is about to go into the
+    folder, so it stays even when the rolled-back write had created it."""
     plans: list[tuple[str, int, bool, list[tuple[str, ...]]]] = []
     with ExitStack() as stack:
         for name in staging_names(folder_fd):
@@ -259,7 +260,7 @@ def _recover_locked(folder: Path, folder_fd: int) -> list[Recovery]:
                 done.append(Recovery(folder, folder / name, "rolled back", len(files)))
             remove_entry(name, folder_fd)
             journal_records.forget(real_folder(folder), name)
-    if created and _is_empty(folder_fd):
+    if created and not keep_folder and _is_empty(folder_fd):
         folder.rmdir()  # the interrupted write had created it: "as it was" is no folder
     for recovery in done:
         _log.info("%s", recovery.describe())  # the CLI prints what recover() returns
@@ -343,7 +344,7 @@ def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], 
     committed = applied = False
     try:
         with ExitStack() as stack, _locked(folder_fd, wait=True):
-            recovered = _recover_locked(folder, folder_fd)
+            recovered = _recover_locked(folder, folder_fd, keep_folder=True)
             for parts in paths.values():
                 problem = target_problem(folder_fd, parts)
                 if problem:

@@ -163,6 +163,13 @@ def _is_locked(folder_fd: int) -> bool:
 
 
 def _inspect(folder: Path, folder_fd: int, name: str, running: bool) -> Pending:
+    try:
+        return _inspected(folder, folder_fd, name, running)
+    except OSError as exc:  # an unreadable staging folder: what it holds cannot be told, so it is not read past
+        return Pending(folder, folder / name, None, 0, False, running, f"cannot read it: {exc.strerror or exc}")
+
+
+def _inspected(folder: Path, folder_fd: int, name: str, running: bool) -> Pending:
     staging = folder / name
     try:
         staging_fd = open_dir(name, folder_fd)
@@ -189,6 +196,17 @@ def _inspect(folder: Path, folder_fd: int, name: str, running: bool) -> Pending:
         os.close(staging_fd)
 
 
+@contextmanager
+def opened_dir_following(folder: Path) -> Iterator[int]:
+    """The docs folder itself opened as a directory (the path the user or the settings gave may pass through
+    symlinks; what is *inside* it is never followed)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def pending(folder: str | Path) -> list[Pending]:
     """Every staging folder in ``folder``, read only: nothing is completed, undone, deleted or followed."""
     folder = Path(folder)
@@ -199,19 +217,8 @@ def pending(folder: str | Path) -> list[Pending]:
                 return []
             running = _is_locked(folder_fd)
             return [_inspect(folder, folder_fd, name, running) for name in names]
-    except OSError:  # not a folder, unreadable: the loader reports the folder itself
+    except OSError:  # the folder itself is not a readable folder: the loader reports that
         return []
-
-
-@contextmanager
-def opened_dir_following(folder: Path) -> Iterator[int]:
-    """The docs folder itself opened as a directory (the path the user or the settings gave may pass through
-    symlinks; what is *inside* it is never followed)."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def journal_problems(folder: str | Path) -> list[Problem]:

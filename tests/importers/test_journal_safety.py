@@ -182,3 +182,30 @@ def test_a_staged_path_that_leaves_the_folder_is_refused(tmp_path: Path, relativ
     with pytest.raises(ImporterError, match="not a plain relative path; nothing was written"):
         write_all(folder, {relative: "x\n"})
     assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
+
+
+KILL_BEFORE_COMMIT = """
+import os, signal, sys, json, pathlib
+from prompt_composer.shared import journal
+def check(doing):
+    if doing.startswith("moving"):
+        os.kill(os.getpid(), signal.SIGKILL)
+journal.write_all(pathlib.Path(sys.argv[1]), json.loads(sys.argv[2]), check=check)
+"""
+
+
+def test_a_killed_write_that_created_the_folder_is_undone_to_no_folder_or_into_the_next_write(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for folder in (tmp_path / "recovered", tmp_path / "written"):
+        argv = [sys.executable, "-c", KILL_BEFORE_COMMIT, str(folder), json.dumps({"a.yaml": "a\n"})]
+        assert subprocess.run(argv, env=env, capture_output=True, timeout=60).returncode == -signal.SIGKILL
+        assert [p.name.startswith(STAGING_PREFIX) for p in folder.iterdir()] == [True]
+    [done] = recover(tmp_path / "recovered")
+    assert done.outcome == "rolled back" and not (tmp_path / "recovered").exists()  # as it was: no folder
+    [done] = write_all(tmp_path / "written", {"b.yaml": "b\n"})  # the next write rolls it back and goes on
+    assert done.outcome == "rolled back"
+    assert sorted(p.name for p in (tmp_path / "written").iterdir()) == ["b.yaml"]
