@@ -20,11 +20,12 @@ import pytest
 
 from prompt_composer.cli import main
 from prompt_composer.core.registry import default_docs_dir
-from tests.helpers import REPO
+from tests.helpers import REPO, SHARED
 
 STAGING = ".import-staging-0badc0de"
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot a real key\n"
 HOOK = "#!/bin/sh\necho pwned > /tmp/pwned\n"
+TRACES = SHARED / "traces" / "traces.jsonl"  # one real trace: replay gets as far as the docs folder
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="needs git")
 
@@ -132,7 +133,9 @@ def inputs(tmp_path: Path) -> dict[str, str]:
     event = {"v": 1, "ts": 1.0, "event": "tool_call", "task": "t", "mode": "code", "tool": "read_file", "outcome": "ok"}
     log.write_text(json.dumps(event) + "\n")
     traces = folder / "traces.jsonl"
-    traces.write_text((REPO.parent / "shared" / "traces" / "traces.jsonl").read_text().splitlines()[0] + "\n")
+    if not TRACES.exists():
+        pytest.skip("needs ../shared/traces")
+    traces.write_text(TRACES.read_text().splitlines()[0] + "\n")
     tasks = folder / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "a", "task": "Read the README", "expect": ["read_file"]}) + "\n")
     listing = folder / "list.json"
