@@ -4,7 +4,6 @@ types."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +17,7 @@ from ..discovery.search import ToolSearch
 from ..errors import LoadError
 from ..learn.events import DropCounts
 from ..learn.phrasings import load_phrasings
-from ..shared.journal import Recovery, recover
+from ..shared.journal import Recovery
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
@@ -36,12 +35,12 @@ def positive_int(text: str) -> int:
 
 def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
-    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting."""
-    overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
-    docs = getattr(args, "docs", None)
-    if docs is not None:
-        say_recovered(recover(docs))
-    return load_registry(docs, overlay=overlay)
+    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting
+    (filled in by ``main`` too, from the environment or pyproject.toml, confined: see :mod:`.settings`)."""
+    overlay = getattr(args, "overlay", None)  # main filled it from the settings (flag, env, pyproject)
+    # load_registry refuses a folder with a committed interrupted import and never recovers it: only `import`
+    # and `import --recover` do, for a journal this tool wrote (see shared/journal.py).
+    return load_registry(getattr(args, "docs", None), overlay=overlay)
 
 
 def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
@@ -57,7 +56,7 @@ def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
 
 
 def say_recovered(recoveries: list[Recovery]) -> None:
-    """One stderr line per interrupted import that :func:`recover` finished or undid in a docs folder."""
+    """One stderr line per interrupted import that ``recover`` finished or undid (or ``discard`` removed)."""
     for recovery in recoveries:
         print(f"# {recovery.describe()}", file=sys.stderr, flush=True)
 

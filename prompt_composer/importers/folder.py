@@ -29,8 +29,8 @@ def text_hash(text: str) -> str:
 
 
 def load_output_folder(out: Path) -> Registry | None:
-    """The registry already in an import's output folder (``None`` if the folder does not exist yet)."""
-    recover(out)  # an interrupted earlier import is finished or undone before this one reads the folder
+    """The registry already in an import's output folder (``None`` if the folder does not exist yet). Read only:
+    an interrupted earlier import is recovered by :func:`recover_output_folder` first (not in a dry run)."""
     if not out.exists():
         return None
     if not out.is_dir():
@@ -39,6 +39,12 @@ def load_output_folder(out: Path) -> Registry | None:
         return load_registry(out)
     except LoadError as exc:
         raise ImporterError(f"the output folder does not load: {exc.summary()}") from None
+
+
+def recover_output_folder(out: str | Path) -> None:
+    """Finish or undo an interrupted earlier import into ``out`` (one this tool wrote; another is refused, see
+    :mod:`prompt_composer.shared.journal`) before a new import reads the folder."""
+    recover(out)
 
 
 def empty_state() -> dict[str, Any]:
@@ -83,7 +89,7 @@ def _no_check(doing: str) -> None:
 def write_files(out: Path, files: Mapping[str, str], *, check: Callable[[str], None] = _no_check) -> None:
     """Write ``files`` (relative path → text) under ``out`` all at once, through a journal (see
     :mod:`prompt_composer.shared.journal`): killed at any moment, the folder is the old one or the new one once
-    :func:`~prompt_composer.shared.journal.recover` has run (every CLI command that reads it runs it).
+    :func:`~prompt_composer.shared.journal.recover` has run (the next import, or ``import --recover``).
 
     ``check`` (a deadline's) is called before each file is staged and once more before the commit: if it raises,
     the staging folder is removed and nothing has been written.

@@ -92,9 +92,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import logging
 import os
+import re
+import stat
 import threading
 import time
 from collections import deque
@@ -113,6 +116,8 @@ EVENT_KINDS = ("request", "tool_call", "fetch", "search", "preselect", "refusal"
 OUTCOMES = ("ok", "error", "refused", "denied")
 DEFAULT_MAX_QUEUE = 10_000
 DEFAULT_CLOSE_TIMEOUT = 5.0
+_FIRST_LINE_BYTES = 64 * 1024  # what is read of a log's first line to know it for one
+_LINE_START = re.compile(rb'\{"v":\d+,"ts":[0-9.eE+-]+,"event":"[a-z_]+"')  # how JsonlSink starts every line
 
 
 @runtime_checkable
@@ -170,13 +175,60 @@ class JsonlSink:
 
 
 def _open_append(path: str | Path) -> int:
-    """A descriptor appending to ``path`` (created if missing), opened without waiting for a FIFO's reader."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    """A descriptor appending to ``path``, opened without waiting for a FIFO's reader.
+
+    Appending changes a file, so only to one that is the tool's: a file created here, or a regular file that is
+    empty or starts with an event line (``{"v": …, "event": …}``); never through a symlink (``O_NOFOLLOW``). A
+    FIFO or a device (``/dev/full``) takes the lines as a stream. Anything else is an ``OSError`` saying why, so
+    a log setting pointed at ``~/.bashrc`` writes nothing."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | os.O_NOFOLLOW
     nonblock = getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | nonblock, 0o666)
+    try:
+        fd = os.open(path, flags | nonblock | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        try:
+            fd = os.open(path, flags | nonblock)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and os.path.islink(path):
+                raise OSError(
+                    f"{path} is a symlink: an event log is never appended to through one (name the file itself)"
+                ) from None
+            raise
+        try:
+            _check_appendable(path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
     if nonblock:  # only the open must not wait: writes to a pipe wait for room (on the log's own thread)
         os.set_blocking(fd, True)
     return fd
+
+
+def _check_appendable(path: str | Path, fd: int) -> None:
+    """Refuse (``OSError``) a regular file that holds something other than an event log (see :func:`_open_append`)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return
+    reader = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        again = os.fstat(reader)
+        if (again.st_dev, again.st_ino) != (info.st_dev, info.st_ino):
+            raise OSError(f"{path} changed while it was opened")
+        head = os.pread(reader, _FIRST_LINE_BYTES, 0)
+    finally:
+        os.close(reader)
+    first, newline, _ = head.partition(b"\n")
+    try:
+        event = json.loads(first) if newline or len(head) < _FIRST_LINE_BYTES else None
+    except (ValueError, RecursionError):
+        event = None
+    if event is None and not newline:  # a first line longer than what is read: this writer's own start of line
+        event = {"v": 1, "event": ""} if _LINE_START.match(first) else None
+    if not (isinstance(event, dict) and isinstance(event.get("v"), int) and isinstance(event.get("event"), str)):
+        raise OSError(
+            f"{path} exists and is not an event log (its first line is not an event): the log is appended only to "
+            "a file it created or to an event log"
+        )
 
 
 @dataclass(frozen=True)
