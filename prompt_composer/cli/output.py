@@ -29,7 +29,7 @@ from typing import IO, Any, NoReturn
 from ..errors import InputFileError, LoadError, PromptComposerError
 from ..shared.annotations import annotation_path, github_annotation
 from ..shared.progress import CLEAR_LINE
-from ..shared.text import shown, visible
+from ..shared.text import shown
 
 # The one prefix of an error line, as argparse writes its own (`prompt-composer: error: …`) and as every command
 # does; warnings say `warning: `.
@@ -64,8 +64,12 @@ class MessageStream:
         with self._lock:
             self.target.write(head + (shown(body) if body else "") + end)
 
+    def _pending_text(self) -> str:
+        text: str = getattr(self._pending, "text", "")
+        return text
+
     def _write_annotated(self, text: str) -> None:
-        pending = getattr(self._pending, "text", "") + text
+        pending = self._pending_text() + text
         if not pending.endswith("\n"):  # print() writes its message, then the newline: one line, one annotation
             self._pending.text = pending
             return
@@ -87,7 +91,7 @@ class MessageStream:
             self.target.flush()
 
     def flush(self) -> None:
-        if self.github and getattr(self._pending, "text", ""):
+        if self.github and self._pending_text():
             self.write("\n")
         with self._lock:
             self.target.flush()
@@ -108,7 +112,7 @@ def messages(*, github: bool = False) -> Iterator[MessageStream]:
     caller running the CLI in-process keeps its own stream)."""
     before = sys.stderr
     stream = MessageStream(before, github=github)
-    sys.stderr = stream  # type: ignore[assignment]
+    sys.stderr = stream
     try:
         yield stream
     finally:
@@ -119,17 +123,16 @@ def messages(*, github: bool = False) -> Iterator[MessageStream]:
 def report_error(exc: PromptComposerError) -> None:
     """One line per problem of ``exc`` on stderr: ``path:line: message`` for each problem of a LoadError, else
     ``error: message``. Under ``--format github``, each an ``::error`` annotation at its file and line."""
-    stream = sys.stderr
-    github = isinstance(stream, MessageStream) and stream.github
+    github = sys.stderr if isinstance(sys.stderr, MessageStream) and sys.stderr.github else None
     if isinstance(exc, LoadError):
         for problem in exc.problems:
-            if github:
-                stream.annotate(ERROR + problem.message, path=problem.path, number=problem.line)
+            if github is not None:
+                github.annotate(ERROR + problem.message, path=problem.path, number=problem.line)
             else:
                 print(problem, file=sys.stderr)
         return
-    if github and isinstance(exc, InputFileError):
-        stream.annotate(f"{ERROR}{exc}", path=exc.path, number=exc.line if exc.path is not None else None)
+    if github is not None and isinstance(exc, InputFileError):
+        github.annotate(f"{ERROR}{exc}", path=exc.path, number=exc.line if exc.path is not None else None)
         return
     print(f"{ERROR}{exc}", file=sys.stderr)
 
@@ -140,4 +143,4 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: {ERROR}{visible(message)}\n")
+        self.exit(2, f"{self.prog}: {ERROR}{shown(message)}\n")

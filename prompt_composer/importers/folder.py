@@ -75,8 +75,10 @@ _TOOL_FIELDS = ("server", "name", "brief", "full", "group")
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(
-        type(value), "a number"
+    return (
+        "null"
+        if value is None
+        else {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(type(value), "a number")
     )
 
 

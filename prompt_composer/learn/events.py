@@ -465,7 +465,7 @@ def _fits(value: Any, kind: str) -> bool:
         return type(value) is int and 0 <= value <= _MAX
     if type(value) not in (int, float) or (isinstance(value, float) and not math.isfinite(value)):
         return False  # an int is compared as it is: 10**400 cannot become a float
-    return 0 <= value <= _MAX if kind == _SECONDS else abs(value) <= _MAX
+    return bool(0 <= value <= _MAX if kind == _SECONDS else abs(value) <= _MAX)
 
 
 def _described(value: Any) -> str:
