@@ -6,7 +6,8 @@ While a command runs, ``sys.stderr`` is a :class:`MessageStream` over the real o
 - On a terminal (and in a plain CI log) each write is shown with :func:`~prompt_composer.shared.text.shown`:
   control characters and escape sequences as escapes (``\\x1b[31m``, ``\\n``), never raw, and nothing that a
   GitHub Actions runner would read as a workflow command (``::`` at a line's start, ``##[`` anywhere). A write's
-  one trailing newline ends its line; any other newline in it is part of a message (a file name) and is shown.
+  one trailing newline ends its line and newlines before its text are blank lines; any other newline in it is part
+  of a message (a file name) and is shown as ``\\n``. So a message of several lines is printed a line at a time.
 - Under ``--format github`` every line becomes an annotation the runner shows on its own terms, its text escaped
   as the workflow-command rules say (``%25``, ``%0D``, ``%0A``): ``error: …`` an ``::error::``, ``warning: …``
   a ``::warning::``, anything else a ``::notice::``. The errors :func:`report_error` prints carry the file and
@@ -59,8 +60,12 @@ class MessageStream:
         head = ""
         if text.startswith(CLEAR_LINE):  # a progress bar redrawing its line: its own control sequence
             head, text = CLEAR_LINE, text[len(CLEAR_LINE) :]
-        end = "\n" if text.endswith("\n") else ""
-        body = text[: len(text) - len(end)]
+        # Blank lines before a message (``print(f"\\n# …")``) and its one trailing newline are the writer's layout;
+        # a newline anywhere else is inside the message, from an outside string.
+        body = text.lstrip("\n")
+        head += text[: len(text) - len(body)]
+        end = "\n" if body.endswith("\n") else ""
+        body = body[: len(body) - len(end)]
         with self._lock:
             self.target.write(head + (shown(body) if body else "") + end)
 

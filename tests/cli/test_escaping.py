@@ -17,6 +17,7 @@ driven as a CI job would run them, in the checkout's root with settings from its
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -29,6 +30,8 @@ from pathlib import Path
 import pytest
 
 from prompt_composer.cli import main
+from prompt_composer.cli.output import MessageStream
+from prompt_composer.shared.progress import CLEAR_LINE, Progress
 from tests.helpers import DATA, REPO
 
 POISON_DOCS = DATA / "poison" / "docs"
@@ -299,3 +302,37 @@ def test_every_command_error_starts_with_the_same_prefix(argv: list[str], capsys
     err = capsys.readouterr().err
     assert err.startswith("error: "), err
     assert not any(line.startswith("Error") for line in err.splitlines())
+
+
+# --- the stream itself: what its writers lay out stays laid out ----------------------------------------------
+
+
+def test_the_stream_keeps_blank_lines_a_progress_bar_and_one_line_a_print() -> None:
+    target = io.StringIO()
+    stream = MessageStream(target)
+    print("\n# mode code: 3 full", file=stream)  # compose's summary, a blank line before it
+    with Progress("bench", 2, stream, interactive=True, clock=lambda: 0.0) as progress:
+        progress.advance(note=f"task{FORGED}")  # the bar redraws its line; the task's name is shown escaped
+    print(f"error: {FORGED}", file=stream)
+    text = target.getvalue()
+    assert text.startswith("\n# mode code: 3 full\n")
+    assert text.count(CLEAR_LINE) >= 1 and text.replace(CLEAR_LINE, "").count("\x1b") == 0
+    assert text.endswith(
+        "error: \\n::error file=README.md,line=1::FORGED\\r::stop-commands::tok%0A\\x1b[2J\\x1b[31m#\\x23[warning]old\n"
+    )
+    assert runner_commands(text.replace(CLEAR_LINE, "\n")) == []
+
+
+def test_under_github_a_print_is_one_annotation_whatever_it_holds() -> None:
+    target = io.StringIO()
+    stream = MessageStream(target, github=True)
+    print(f"error: cannot read {FORGED}", file=stream)
+    print("warning:", "two", "parts", file=stream)
+    print("# a note", file=stream, flush=True)
+    stream.write("a line left open")
+    stream.flush()
+    commands = runner_commands(target.getvalue())
+    assert [c for c, _, _ in commands] == ["error", "warning", "notice", "notice"]
+    assert commands[0][2] == f"cannot read {FORGED}".replace("\r", "\\r").replace("\x1b", "\\x1b")
+    assert commands[1][2] == "two parts" and commands[3][2] == "a line left open"
+    assert len(target.getvalue().splitlines()) == 4
