@@ -121,8 +121,9 @@ def messages(*, github: bool = False) -> Iterator[MessageStream]:
     try:
         yield stream
     finally:
-        stream.flush()
         sys.stderr = before
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr: nothing more can be said
+            stream.flush()
 
 
 def report_error(exc: PromptComposerError) -> None:

@@ -24,8 +24,8 @@ One JSON object per line, UTF-8, appended in the order the events were emitted (
 tasks; group by ``task``). A reader skips lines it cannot parse (a run killed mid-write may leave a torn last line)
 and events whose ``v`` it does not know, and ignores keys and ``event`` kinds it does not know: later versions
 only add. A key listed below holds what it says or ``null``; anything else (``"dropped": "abc"``, a count that is
-``NaN`` or negative) is a damaged log, an error naming its line (:func:`read_events`). Times are seconds (floats); ``ts`` is Unix time when the event was emitted, i.e. when what it describes
-had ended.
+``NaN`` or negative) is a damaged log, an error naming its line (:func:`read_events`). Times are seconds
+(floats); ``ts`` is Unix time when the event was emitted, i.e. when what it describes had ended.
 
 Every event except ``dropped`` has these keys:
 
