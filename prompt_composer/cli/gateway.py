@@ -93,11 +93,10 @@ def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegi
         print("error: --watch follows a docs folder as it is; it cannot apply an overlay", file=sys.stderr)
         return None
 
-    def report(exc: LoadError) -> None:
-        print(
-            f"# serve --watch: the edited docs do not load, the last good version keeps serving:\n{exc}",
-            file=sys.stderr,
-        )
+    def report(exc: LoadError) -> None:  # a line each: stderr shows a newline inside a message escaped
+        print("# serve --watch: the edited docs do not load, the last good version keeps serving:", file=sys.stderr)
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
 
     return LiveRegistry(args.docs, on_error=report)
 
