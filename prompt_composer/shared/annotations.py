@@ -8,6 +8,8 @@ The runner reads a workflow command from any line a step prints, on stdout or st
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 from .text import visible
@@ -45,7 +47,10 @@ def relative_uri(path: Path, base: Path | None = None) -> str:
     A path that cannot be resolved (a symlink loop) is given as it is."""
     try:
         base = (base or Path.cwd()).resolve()
-        resolved = path.resolve()
+        # The parent is resolved, the last part is not: a symlink in the repository is named by its own path
+        # (that is the file a reviewer sees), not by wherever it points.
+        absolute = Path(os.path.abspath(path))
+        resolved = absolute.parent.resolve() / absolute.name if absolute.name else absolute.resolve()
     except (OSError, RuntimeError):
         return path.as_posix()
     try:

@@ -199,7 +199,10 @@ def test_every_reader_refuses_a_committed_foreign_journal_and_touches_nothing(
         where = f"{case}: {' '.join(argv)}: {err}"
         assert code == 2, where
         assert "Traceback" not in err, where
-        assert f"{STAGING}:1: an interrupted import" in err or f"{STAGING}:1: an interrupted import's" in err, where
+        if "github" in argv:  # the same message as a workflow annotation on the staging folder
+            assert f"{STAGING},line=1::an interrupted import" in err, where
+        else:
+            assert f"{STAGING}:1: an interrupted import" in err, where
         assert "left untouched" in err, where
         assert (tree_hash(clone), tree_hash(tmp_path / "victim")) == before, where
     assert not (clone / ".git" / "hooks" / "pre-commit").exists()
