@@ -9,7 +9,6 @@ The runner reads a workflow command from any line a step prints, on stdout or st
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
 from .text import visible
