@@ -288,6 +288,25 @@ def test_an_ipv6_host_is_bracketed_in_every_url(tmp_path: Path, host: str) -> No
         assert post(served, INITIALIZE, {**bearer(CODE_TOKEN), "origin": served.removesuffix("/mcp")})[0] == 200
 
 
+@pytest.mark.parametrize(
+    ("given", "bare", "in_url"),
+    [
+        ("::1", "::1", "[::1]:8000"),
+        ("[::1]", "::1", "[::1]:8000"),
+        ("::", "::", "[::]:8000"),
+        ("fe80::1%lo", "fe80::1%lo", "[fe80::1%25lo]:8000"),
+        ("127.0.0.1", "127.0.0.1", "127.0.0.1:8000"),
+        ("localhost", "localhost", "localhost:8000"),
+        ("gateway.internal", "gateway.internal", "gateway.internal:8000"),
+    ],
+)
+def test_hosts_as_sockets_and_urls_take_them(given: str, bare: str, in_url: str) -> None:
+    from prompt_composer.shared.net import bare_host, netloc
+
+    assert bare_host(given) == bare
+    assert netloc(bare, 8000) == in_url == netloc(given, 8000)
+
+
 def run_serve(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "prompt_composer", "serve", "--mode", "code", "--transport", "http"]
     return subprocess.run([*command, "--port", "0", *args], capture_output=True, text=True, env=env(), timeout=timeout)
