@@ -77,6 +77,15 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def journal_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where imports record their journals (shared/journal_records.py): a fresh folder per test, never the user's
+    own state folder; subprocesses started with ``os.environ`` inherit it."""
+    state = tmp_path_factory.mktemp("journal-state")
+    monkeypatch.setenv("PROMPT_COMPOSER_STATE", str(state))
+    return state
+
+
 @pytest.fixture(
     scope="module",
     params=[

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -39,16 +38,15 @@ def positive_int(text: str) -> int:
 
 def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
-    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting;
-    through the parsed-docs cache unless ``--no-cache`` or the registry-cache setting turned it off."""
+    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting
+    (filled in by ``main`` too, from the environment or pyproject.toml, confined: see :mod:`.settings`); through
+    the parsed-docs cache unless ``--no-cache`` or the registry-cache setting turned it off."""
     from ..core.registry import load_registry
-    from ..shared.journal import recover
 
-    overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
-    docs = getattr(args, "docs", None)
-    if docs is not None:
-        say_recovered(recover(docs))
-    return load_registry(docs, overlay=overlay, cache=getattr(args, "cache", True))
+    overlay = getattr(args, "overlay", None)  # main filled it from the settings (flag, env, pyproject)
+    # load_registry refuses a folder with a committed interrupted import and never recovers it: only `import`
+    # and `import --recover` do, for a journal this tool wrote (see shared/journal.py).
+    return load_registry(getattr(args, "docs", None), overlay=overlay, cache=getattr(args, "cache", True))
 
 
 @contextlib.contextmanager
@@ -83,7 +81,7 @@ def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
 
 
 def say_recovered(recoveries: list[Recovery]) -> None:
-    """One stderr line per interrupted import that :func:`recover` finished or undid in a docs folder."""
+    """One stderr line per interrupted import that ``recover`` finished or undid (or ``discard`` removed)."""
     for recovery in recoveries:
         print(f"# {recovery.describe()}", file=sys.stderr, flush=True)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InputFileError
+from ..shared.files import read_text
+from ..shared.jsontext import JsonDataError, strict_json
 from ._common import add_mode_option, checked_mode, positive_int, registry_of, warn_over_budget
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
 
@@ -87,14 +88,14 @@ def _report(path: str, fmt: str) -> int:
 
 
 def _read_results(path: str) -> Any:
+    """A saved results file, through the capped regular-file reader (a FIFO or ``/dev/zero`` is refused at once),
+    decoded strictly: no NaN or Infinity, no number past 2**53, no nesting past 100 levels."""
+    text = read_text(path, what="results file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read: {exc}", path=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}:{exc.lineno}: not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        return strict_json(text)
+    except JsonDataError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise InputFileError(f"{where}: {exc}", path=path, line=exc.line) from None
 
 
 def _run(args: argparse.Namespace) -> int:

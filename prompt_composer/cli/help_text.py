@@ -36,7 +36,8 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "init": (
         "Write a starter tool docs folder (three tool docs and one mode, `helper`, each commented and valid as "
         "written) and print the [tool.prompt-composer] lines that make it the default; the docs path in them is "
-        "relative to the pyproject.toml's folder. Refuses to write into a folder that exists and is not empty.",
+        "relative to the pyproject.toml's folder. Refuses to write into a folder that exists and is not empty, "
+        "or through a symlink; an empty folder (init .) is filled in place, and a failed init leaves nothing.",
         ["prompt-composer init my_docs >> pyproject.toml && prompt-composer audit"],
     ),
     "validate": (
@@ -82,8 +83,13 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "import": (
         "Import tool docs from an MCP server or a JSON tool list, or modes from a Roo Code .roomodes file, into "
         "a docs folder. Each import is all or nothing, and tool text is linted first: a poisoned tool is "
-        "quarantined.",
-        ["prompt-composer import json tools.json --out my_docs", "prompt-composer import mcp --help"],
+        "quarantined. An import killed midway is completed or undone by the next import into the folder, or by "
+        "--recover; only a journal this tool recorded writing is acted on (--discard removes another).",
+        [
+            "prompt-composer import json tools.json --out my_docs",
+            "prompt-composer import mcp --help",
+            "prompt-composer import --recover --docs my_docs",
+        ],
     ),
     "import mcp": (
         "Start an MCP server over stdio, list its tools and write one tool doc each (a drafted brief, the "

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LoadError, UnknownToolError
-from ..shared.text import plural
+from ..shared.text import plural, shown
 from ._common import add_mode_option, checked_mode, composer_of, registry_of, warn_over_budget
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def cmd_modes(args: argparse.Namespace) -> int:
     for mode in registry.modes.values():
         c = mode.config
         print(
-            f"{c.slug}\t{c.name}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
+            f"{c.slug}\t{shown(c.name)}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
             f"recent {c.recent_size}, budget {c.budget_tokens}, {c.tool_style}"
         )
     return 0
@@ -150,7 +150,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         doc = registry.tools[name]
         # A quarantined tool is in no mode; say so where it is listed (see `audit --security`).
         mark = f"\tQUARANTINED ({', '.join(doc.quarantine)})" if doc.quarantined else ""
-        print(f"{name}\t{doc.group}\t{doc.brief}{mark}")
+        print(f"{name}\t{doc.group}\t{shown(doc.brief)}{mark}")
     return 0
 
 
@@ -211,8 +211,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         mode = checked_mode(registry, args.mode, composer)
         warn_over_budget(registry, mode, composer=composer)
     result = handle_fetch(registry, mode, {"name": args.name})
-    if result.is_error:
-        print(result.content, file=sys.stderr)
+    if result.is_error:  # the model-facing refusal, as an error line of the command
+        print(f"error: {result.content.removeprefix('Error: ')}", file=sys.stderr)
         return 1
     print(result.content)
     return 0
@@ -290,5 +290,5 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         print(report.to_markdown(args.fail_on))
     else:
-        print("\n".join(report.to_lines(args.fail_on)))
+        print("\n".join(shown(line) for line in report.to_lines(args.fail_on)))  # paths and excerpts of docs
     return 1 if report.failing(args.fail_on) else 0

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
+from ..shared.journal_state import journal_problems
 from ..shared.yamlcache import YamlCache
 from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
@@ -127,8 +128,14 @@ def load_registry(
     tool the mode does not allow) are reported at its own lines like any other file's.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
-    registry is returned. A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an
-    error: :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
+    registry is returned. A folder with an interrupted import that had committed (a staging folder with
+    ``COMMITTED``: it may hold a mix of old and new files) is a :class:`LoadError` naming the staging folder and
+    what recovery would do; loading never completes, undoes or deletes a journal (``prompt-composer import
+    --recover`` does, for one it wrote). An import that had not committed left the folder as it was: it is
+    loaded, with a warning on the ``prompt_composer.shared.journal_state`` logger.
+
+    A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an error:
+    :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
 
     ``cache``: the folder's files are parsed once and kept in the user cache
     (:mod:`prompt_composer.shared.yamlcache`); a later load parses only the files that changed. What comes from
@@ -138,6 +145,9 @@ def load_registry(
     root = Path(directory) if directory is not None else default_docs_dir()
     if not root.is_dir():
         raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
+    problems = journal_problems(root)
+    if problems:  # the folder may be half old, half new: its other problems would only mislead
+        raise LoadError(problems)
     if not cache:
         return _load(root, overlay, read_yaml)
     files = YamlCache(root)

@@ -37,15 +37,23 @@ PARSER_MODULES = frozenset(
         "prompt_composer",
         "prompt_composer.cli",
         *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
+        "prompt_composer.cli.output",  # every line a command writes, escaped
         "prompt_composer.errors",
         "prompt_composer.learn",
         "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
         "prompt_composer.local",
         "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
         "prompt_composer.shared",
+        "prompt_composer.shared.annotations",
         "prompt_composer.shared.cache_dir",
-        "prompt_composer.shared.journal",  # the import commands' interruption handling
+        "prompt_composer.shared.files",
+        "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
+        "prompt_composer.shared.journal_records",
+        "prompt_composer.shared.journal_state",
+        "prompt_composer.shared.jsontext",
         "prompt_composer.shared.lazy",
+        "prompt_composer.shared.nofollow",
+        "prompt_composer.shared.progress",
         "prompt_composer.shared.text",
         "prompt_composer.shared.version",
     }
@@ -59,7 +67,6 @@ COMPOSE_MODULES = PARSER_MODULES | {
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
     "prompt_composer.shared.cache_files",
-    "prompt_composer.shared.files",
     "prompt_composer.shared.yamlcache",
     "prompt_composer.shared.yamlfile",
 }

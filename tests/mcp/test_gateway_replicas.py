@@ -56,7 +56,7 @@ def expected_fifo(index: int) -> tuple[str, ...]:
 
 
 def store_key(task: str) -> str:
-    return f"{TOKEN_VAR}/{task}"  # the store key is prefixed with the token's client id (its variable's name)
+    return f"token/{TOKEN_VAR}/{task}"  # a static token's tasks are keyed by its variable's name
 
 
 def test_1000_tasks_over_4_replicas_one_killed_fifos_exact(tmp_path: Path) -> None:
