@@ -58,10 +58,13 @@ def composer_of(args: argparse.Namespace, registry: Registry) -> Iterator[Compos
     from ..core.counts import CountMemo
     from ..core.tokens import DEFAULT_ENCODING, TiktokenCounter
 
-    if not getattr(args, "cache", True) or registry.root is None:
+    memo = None
+    if getattr(args, "cache", True) and registry.root is not None:
+        with contextlib.suppress(RuntimeError, OSError):  # no user cache folder (no home): counted afresh
+            memo = CountMemo(registry.root, DEFAULT_ENCODING)
+    if memo is None:
         yield Composer(registry)
         return
-    memo = CountMemo(registry.root, DEFAULT_ENCODING)
     try:
         yield Composer(registry, counter=TiktokenCounter(memo=memo))
     finally:

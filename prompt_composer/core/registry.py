@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -17,6 +18,8 @@ from ..shared.yamlcache import YamlCache
 from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
+
+logger = logging.getLogger(__name__)
 
 
 def default_docs_dir() -> Path:
@@ -148,9 +151,9 @@ def load_registry(
     problems = journal_problems(root)
     if problems:  # the folder may be half old, half new: its other problems would only mislead
         raise LoadError(problems)
-    if not cache:
+    files = _cache_of(root) if cache else None
+    if files is None:
         return _load(root, overlay, read_yaml)
-    files = YamlCache(root)
     try:
         return _load(root, overlay, files.read)
     except LoadError:
@@ -159,6 +162,16 @@ def load_registry(
         return _load(root, overlay, files.parse)  # (raises again, now with every problem at its line)
     finally:
         files.save()
+
+
+def _cache_of(root: Path) -> YamlCache | None:
+    """The parsed-file cache of ``root``, or None when there is no user cache folder to keep it in (no home
+    folder): the folder then loads as without a cache."""
+    try:
+        return YamlCache(root)
+    except (RuntimeError, OSError) as exc:  # Path.home() raises RuntimeError when there is no home to find
+        logger.info("loading %s without the parsed-file cache: %s", root, exc)
+        return None
 
 
 def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:

@@ -282,3 +282,20 @@ def test_a_live_registry_reloads_through_the_cache(docs: Path, cache: Path, pars
     outcome = live.reload()
     assert outcome.swapped and parsed == ["write_to_file.yaml"]
     assert "Wrote" in live.current.tools["write_to_file"].brief + live.current.tools["write_to_file"].full
+
+
+def test_without_a_user_cache_folder_the_folder_loads_without_the_cache(
+    docs: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, parsed: list[str]
+) -> None:
+    """No $PROMPT_COMPOSER_CACHE, no $XDG_CACHE_HOME and no home folder to find (Path.home() raises)."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    with caplog.at_level(logging.INFO, logger="prompt_composer"):
+        same(load_registry(docs), load_registry(docs, cache=False))
+    assert parsed == []  # nothing went through the cache: every file was read by yamlfile alone
+    assert f"loading {docs} without the parsed-file cache: Could not determine home directory." in caplog.text
