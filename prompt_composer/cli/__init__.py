@@ -62,6 +62,14 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
         help="per-user mode overlay, {mode: {permanent: [...], recent_size: N}} (default: $PROMPT_COMPOSER_OVERLAY, "
         "else overlay in [tool.prompt-composer])",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=default,
+        help="parse every doc file, neither reading nor writing the parsed-docs cache in the user cache folder "
+        "(default: the cache is on, unless $PROMPT_COMPOSER_REGISTRY_CACHE or registry-cache in "
+        "[tool.prompt-composer] is off)",
+    )
 
 
 def _add_verbosity(parser: argparse.ArgumentParser, *, default: object) -> None:
@@ -95,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
-    # `--docs DIR` (and `--overlay FILE`) are accepted before the subcommand and after it. The subcommand's copy
-    # has no default (SUPPRESS), so it sets args.docs only when given, and then wins over the top-level value.
+    # `--docs DIR` (and `--overlay FILE`, `--no-cache`) are accepted before the subcommand and after it. The
+    # subcommand's copy has no default (SUPPRESS), so it sets args.docs only when given, and then wins over the
+    # top-level value.
     missing = REGISTRY_COMMANDS - sub.choices.keys()
     if missing:
         raise RuntimeError(f"REGISTRY_COMMANDS names unregistered subcommands: {', '.join(sorted(missing))}")

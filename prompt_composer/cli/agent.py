@@ -7,18 +7,9 @@ import argparse
 import contextlib
 import json
 import sys
-import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent.providers import Sdk
-from ..core.composer import Composer
-from ..core.promotion import POLICIES
-from ..core.prompt import SystemInfo
-from ..discovery.search import ToolSearch
 from ..learn.costs import COST_MODELS
-from ..learn.events import EventLog
-from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
-from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
 from ._common import (
     add_learn_from,
@@ -32,6 +23,12 @@ from ._common import (
     warn_over_budget,
 )
 
+if TYPE_CHECKING:
+    from ..agent.providers import Sdk
+    from ..discovery.search import ToolSearch
+    from ..learn.events import EventLog
+    from ..learn.replay import ReplayReport
+
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
     "wire format (default: anthropic): anthropic = the Messages API; openai = Chat Completions, for OpenAI and any "
@@ -41,6 +38,10 @@ PROVIDER_HELP = (
 RUN_MODELS = {**DEFAULT_MODELS, "openai-responses": "gpt-5.4"}
 RUN_PROVIDER_HELP = f"{PROVIDER_HELP}; openai-responses = OpenAI's Responses API, the one whose --native defers tools"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
+# What the parser offers, written here so that building it imports neither the core nor the replay
+# (tests/cli/test_startup.py holds them equal to core.promotion.POLICIES and ReplayParams().result_tokens).
+POLICIES = ("every_turn", "task_start", "inline")
+RESULT_TOKENS = 400
 
 
 def register(sub: Any) -> None:
@@ -115,9 +116,7 @@ def _register_replay(sub: Any) -> None:
     p.add_argument("--mode", action="append", help="replay in this mode (repeatable; default: every mode)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--no-fetch", action="store_true", help="assume the model uses a brief tool without fetching")
-    p.add_argument(
-        "--result-tokens", type=positive_int, default=ReplayParams.result_tokens, help="tokens per tool result"
-    )
+    p.add_argument("--result-tokens", type=positive_int, default=RESULT_TOKENS, help="tokens per tool result")
     p.add_argument(
         "--provider",
         choices=tuple(COST_MODELS),
@@ -165,6 +164,7 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..errors import ExecutorError
+    from ..learn.events import EventLog
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
@@ -223,8 +223,11 @@ def _run_task(
     events: EventLog | None,
     search: ToolSearch | None,
 ) -> int:
+    import uuid
+
     from ..agent.results import MaxIterationsError, partial_result
     from ..agent.wrapping import wrap
+    from ..core.prompt import SystemInfo
 
     responses = {"api": "responses", "hosted_search": args.hosted_search} if args.provider == "openai-responses" else {}
     with sdk.client:
@@ -280,6 +283,10 @@ def _run_task(
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ..core.composer import Composer
+    from ..learn.replay import ReplayParams, replay, synthetic_replay
+    from ..learn.traces import load_traces, split_by_model
+
     composer = Composer(registry_of(args))
     modes = args.mode or list(composer.registry.modes)
     for slug in modes:

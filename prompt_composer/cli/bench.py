@@ -5,18 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
 from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.jsontext import JsonDataError, strict_json
-from ..shared.progress import Progress
 from ._common import add_mode_option, checked_mode, positive_int, registry_of, warn_over_budget
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
-from .reports import bench_html
+
+if TYPE_CHECKING:
+    from ..agent.bench import Variant
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
+# What the parser offers, written here so that building it imports no agent module (tests/cli/test_startup.py
+# holds them equal to agent.bench's VARIANTS and DEFAULT_CONTEXT_TOKENS).
+VARIANTS = (
+    "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs"
+)  # fmt: skip
+DEFAULT_CONTEXT_TOKENS = 16_384
 
 
 def register(sub: Any) -> None:
@@ -75,6 +81,8 @@ def _report(path: str, fmt: str) -> int:
     if fmt != "html":
         print("error: --results makes a report: add --format html", file=sys.stderr)
         return 2
+    from .reports import bench_html
+
     print(bench_html(_read_results(path), path))
     return 0
 
@@ -91,6 +99,9 @@ def _read_results(path: str) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..agent.bench import load_tasks, render_table, run_bench
+    from ..shared.progress import Progress
+
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -112,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
             args.mode,
             tasks,
             model=args.model,
-            variants=cast(list[Variant], variants),
+            variants=cast("list[Variant]", variants),
             max_iterations=args.max_iterations,
             max_tokens=args.max_tokens,
             extra_body={"temperature": args.temperature},
@@ -122,6 +133,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))
     elif args.format == "html":
+        from .reports import bench_html
+
         print(bench_html(report.as_dict(), f"{args.tasks} in mode {args.mode}"))
     else:
         print(render_table(report))

@@ -8,12 +8,8 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.live import LiveRegistry
-from ..core.registry import Registry
-from ..discovery.search import ToolSearch
-from ..errors import LoadError
 from ._common import (
     OVERLAY_ENV,
     add_learn_from,
@@ -26,6 +22,12 @@ from ._common import (
     warn_over_budget,
 )
 from .serve_http import add_http_options, security_from, session_store
+
+if TYPE_CHECKING:
+    from ..core.live import LiveRegistry
+    from ..core.registry import Registry
+    from ..discovery.search import ToolSearch
+    from ..errors import LoadError
 
 
 def register(sub: Any) -> None:
@@ -102,7 +104,9 @@ def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegi
         for problem in exc.problems:
             print(problem, file=sys.stderr)
 
-    return LiveRegistry(args.docs, on_error=report)
+    from ..core.live import LiveRegistry
+
+    return LiveRegistry(args.docs, on_error=report, cache=getattr(args, "cache", True))
 
 
 def _announce(url: str) -> None:

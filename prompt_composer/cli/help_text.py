@@ -27,10 +27,10 @@ TOP = (
 # Per subcommand path ("compose", "import json"): (description, example command lines).
 COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "config": (
-        "Print every setting the command uses (docs folder, default mode, overlay, event log), its effective "
-        "value, and where it came from: a flag, an environment variable (PROMPT_COMPOSER_DOCS, "
-        "PROMPT_COMPOSER_MODE, PROMPT_COMPOSER_OVERLAY, PROMPT_COMPOSER_EVENT_LOG), [tool.prompt-composer] in the "
-        "nearest pyproject.toml above the working directory, or the default.",
+        "Print every setting the command uses (docs folder, default mode, overlay, event log, registry cache), its "
+        "effective value, and where it came from: a flag, an environment variable (PROMPT_COMPOSER_DOCS, "
+        "PROMPT_COMPOSER_MODE, PROMPT_COMPOSER_OVERLAY, PROMPT_COMPOSER_EVENT_LOG, PROMPT_COMPOSER_REGISTRY_CACHE), "
+        "[tool.prompt-composer] in the nearest pyproject.toml above the working directory, or the default.",
         ["prompt-composer config", "prompt-composer --docs my_docs config --format json"],
     ),
     "init": (

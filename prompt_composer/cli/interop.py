@@ -10,7 +10,6 @@ folder never touch it (see :mod:`prompt_composer.shared.journal`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 import threading
@@ -20,9 +19,6 @@ from types import FrameType
 from typing import Any
 
 from ..errors import PromptComposerError
-from ..importers.from_json import import_json
-from ..importers.from_mcp import import_mcp
-from ..importers.roomodes import RooModesError, import_roomodes
 from ..shared.journal import (
     Interrupted,
     applied_writes,
@@ -32,7 +28,6 @@ from ..shared.journal import (
     interrupted_by,
     recover,
 )
-from . import json_out
 from ._common import say_recovered
 
 
@@ -121,6 +116,8 @@ def register(sub: Any) -> None:
 def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
 
+    import asyncio
+
     def handler(signum: int, frame: FrameType | None) -> None:
         try:
             loop = asyncio.get_running_loop()
@@ -163,6 +160,8 @@ def cmd_import_recover(args: argparse.Namespace) -> int:
 
 def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        import asyncio
+
         if args.recover or args.discard:
             raise PromptComposerError("--recover and --discard go without a SOURCE: import --recover --docs DIR")
         before = applied_writes()
@@ -193,6 +192,9 @@ def _print(lines: list[str]) -> int:
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from ..importers.from_mcp import import_mcp
+    from . import json_out
+
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
@@ -212,6 +214,9 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_import_json(args: argparse.Namespace) -> int:
+    from ..importers.from_json import import_json
+    from . import json_out
+
     plan = import_json(
         args.file,
         args.out,
@@ -227,6 +232,9 @@ def cmd_import_json(args: argparse.Namespace) -> int:
 
 
 def cmd_import_roomodes(args: argparse.Namespace) -> int:
+    from ..importers.roomodes import RooModesError, import_roomodes
+    from . import json_out
+
     permanent = [n.strip() for n in args.permanent.split(",") if n.strip()]
     try:
         plan = import_roomodes(

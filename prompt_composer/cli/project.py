@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PromptComposerError
-from .settings import DEFAULTS, ENV, KEYS, TABLE, Settings, resolve
+from .settings import DEFAULTS, ENV, KEYS, SWITCHES, TABLE, Settings, resolve
 
 LOG_WRITERS = frozenset({"run", "serve"})  # the commands whose --log the event-log setting fills
 STARTER_MODE = "helper"  # the one mode of the starter docs (prompt_composer/cli/starter/modes/helper.yaml)
@@ -43,6 +43,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
             "mode": mode if isinstance(mode, str) else None,
             "overlay": getattr(args, "overlay", None),
             "event_log": log if isinstance(log, str) else None,
+            "registry_cache": "off" if getattr(args, "no_cache", None) else None,
         }
     )
 
@@ -54,6 +55,13 @@ def apply_settings(args: argparse.Namespace) -> None:
     settings = settings_of(args)
     args.docs = settings.docs.value
     args.overlay = settings.overlay.value
+    switch = (settings.registry_cache.value or "on").strip().lower()
+    if switch not in SWITCHES:
+        raise PromptComposerError(
+            f"the registry-cache setting ({settings.registry_cache.source}) is on or off, not "
+            f"{settings.registry_cache.value!r}"
+        )
+    args.cache = SWITCHES[switch]
     # `bench --results FILE` renders a saved run and needs no mode.
     needs_mode = getattr(args, "mode_from_settings", False) and getattr(args, "results", None) is None
     if needs_mode and args.mode is None:

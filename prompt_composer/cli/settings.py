@@ -19,7 +19,7 @@ from ..errors import InputFileError, PromptComposerError, did_you_mean
 from ..shared.files import read_text
 
 TABLE = "tool.prompt-composer"
-SettingName = Literal["docs", "mode", "overlay", "event_log"]
+SettingName = Literal["docs", "mode", "overlay", "event_log", "registry_cache"]
 
 # Per setting: its environment variable, its key in [tool.prompt-composer], its flag, and whether it is a path.
 # Paths read from pyproject.toml are relative to that file's folder; from a flag or the environment, to the
@@ -31,14 +31,22 @@ ENV: Mapping[SettingName, str] = {
     "mode": "PROMPT_COMPOSER_MODE",
     "overlay": "PROMPT_COMPOSER_OVERLAY",
     "event_log": "PROMPT_COMPOSER_EVENT_LOG",
+    "registry_cache": "PROMPT_COMPOSER_REGISTRY_CACHE",
 }
 KEYS: Mapping[SettingName, str] = {
     "docs": "docs",
     "mode": "default-mode",
     "overlay": "overlay",
     "event_log": "event-log",
+    "registry_cache": "registry-cache",
 }
-FLAGS: Mapping[SettingName, str] = {"docs": "--docs", "mode": "--mode", "overlay": "--overlay", "event_log": "--log"}
+FLAGS: Mapping[SettingName, str] = {
+    "docs": "--docs",
+    "mode": "--mode",
+    "overlay": "--overlay",
+    "event_log": "--log",
+    "registry_cache": "--no-cache",
+}
 PATHS: frozenset[SettingName] = frozenset({"docs", "overlay", "event_log"})
 MAX_PYPROJECT_BYTES = 1024 * 1024  # the largest real pyproject.toml is tens of kB
 MAX_PATH_CHARS = 4096  # PATH_MAX on Linux
@@ -47,7 +55,9 @@ DEFAULTS: Mapping[SettingName, str] = {
     "mode": "none: --mode is needed",
     "overlay": "none",
     "event_log": "none: nothing is logged",
+    "registry_cache": "on: parsed docs are kept in the user cache",
 }
+SWITCHES: Mapping[str, bool] = {"on": True, "off": False}  # the values of registry-cache (TOML's true/false too)
 
 
 @dataclass(frozen=True)
@@ -68,11 +78,12 @@ class Settings:
     mode: Setting
     overlay: Setting
     event_log: Setting
+    registry_cache: Setting
     pyproject: Path | None  # the pyproject.toml whose table was read, if any
     root: Path  # the project root: that pyproject's real folder, else project_root() of the working directory
 
     def all(self) -> tuple[Setting, ...]:
-        return (self.docs, self.mode, self.overlay, self.event_log)
+        return (self.docs, self.mode, self.overlay, self.event_log, self.registry_cache)
 
 
 def _read_pyproject(path: Path) -> dict[str, object]:
@@ -176,6 +187,8 @@ def _from_table(path: Path, table: Mapping[str, object]) -> dict[SettingName, st
                 f"(known keys: {', '.join(names)})",
                 path=path,
             )
+        if key == KEYS["registry_cache"] and isinstance(value, bool):
+            value = "on" if value else "off"
         if not isinstance(value, str) or not value.strip():
             raise InputFileError(f"{path}: [{TABLE}] {key} must be a non-empty string, not {value!r}", path=path)
         found[names[key]] = value if names[key] in PATHS else value.strip()

@@ -235,3 +235,60 @@ def test_tune_reads_the_event_log_setting(
     code, _, err = run(capsys, "tune", "--mode", "code")
     assert code == 2
     assert f"{empty}: no tool calls in mode 'code' to tune on" in err  # the setting's file was the one read
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "env", "toml", "cached"),
+    [
+        ([], [], None, None, True),
+        (["--no-cache"], [], None, None, False),
+        ([], ["--no-cache"], None, None, False),
+        ([], [], "off", None, False),
+        ([], [], "on", None, True),
+        ([], [], None, "registry-cache = false\n", False),
+        ([], [], None, 'registry-cache = "off"\n', False),
+        ([], [], None, "registry-cache = true\n", True),
+        ([], [], "on", 'registry-cache = "off"\n', True),  # the environment wins over the file
+        (["--no-cache"], [], "on", None, False),  # and the flag over both
+    ],
+    ids=["default", "flag", "flag-after", "env-off", "env-on", "toml-false", "toml-off", "toml-true", "env-over-toml",
+         "flag-over-env"],
+)  # fmt: skip
+def test_the_registry_cache_is_on_unless_a_flag_or_setting_turns_it_off(
+    capsys: pytest.CaptureFixture[str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    before: list[str],
+    after: list[str],
+    env: str | None,
+    toml: str | None,
+    cached: bool,
+) -> None:
+    cache = project / "user-cache"
+    monkeypatch.setenv("PROMPT_COMPOSER_CACHE", str(cache))
+    if env is not None:
+        monkeypatch.setenv("PROMPT_COMPOSER_REGISTRY_CACHE", env)
+    if toml is not None:
+        write_pyproject(project, toml)
+    code, _, err = run(capsys, *before, "--docs", str(SHIPPED), "validate", *after)
+    assert code == 0, err
+    assert (cache / "registry").is_dir() == cached
+
+
+def test_a_bad_registry_cache_setting_names_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROMPT_COMPOSER_REGISTRY_CACHE", "sometimes")
+    assert run(capsys, "validate") == (
+        2,
+        "",
+        "error: the registry-cache setting (env PROMPT_COMPOSER_REGISTRY_CACHE) is on or off, not 'sometimes'\n",
+    )
+    monkeypatch.delenv("PROMPT_COMPOSER_REGISTRY_CACHE")
+    pyproject = write_pyproject(project, 'registry-cache = "maybe"\n')
+    code, _, err = run(capsys, "validate")
+    assert code == 2
+    assert err == (
+        f"error: the registry-cache setting ({pyproject} [tool.prompt-composer] registry-cache) is on or off, "
+        "not 'maybe'\n"
+    )

@@ -25,7 +25,13 @@ import pytest
 from benchmarks.replicas import TASK_HEADER, TOKEN_VAR, Answer, Cluster, call, missing
 
 REASON = missing()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+# End to end: four gateways, HAProxy and Redis, a thousand tasks; under pytest-xdist on one worker of its own
+# group (`--dist loadgroup`), so two clusters never share the machine's two cores.
+pytestmark = [
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+    pytest.mark.slow,
+    pytest.mark.xdist_group("replicas"),
+]
 
 TOOLS: dict[str, dict[str, Any]] = {
     "list_files": {"path": "."},
