@@ -17,6 +17,7 @@ from ..core.audit import AuditReport
 from ..core.registry import Registry
 from ..errors import InputFileError
 from ..learn.stats import StatsReport
+from ..shared.jsontext import MAX_JSON_INT
 from ..shared.version import VERSION
 
 WIDTH = 920  # every chart's width, pixels
@@ -347,8 +348,14 @@ def bench_html(results: Mapping[str, Any], source: str | Path) -> str:
         raise InputFileError(f"{source}: no 'variants' object: not a `bench --format json` results file", path=source)
     for name, v in variants.items():
         for key in _BENCH_NUMBERS:
-            if not isinstance(v, Mapping) or not isinstance(v.get(key), int | float):
+            value = v.get(key) if isinstance(v, Mapping) else None
+            if not isinstance(value, int | float) or isinstance(value, bool):
                 raise InputFileError(f"{source}: variants.{name}.{key}: missing or not a number", path=source)
+            top, top_text = (1, "1") if key.endswith("accuracy") else (MAX_JSON_INT, "2**53")
+            if not 0 <= value <= top:  # strict_json has refused NaN, Infinity and whole numbers past 2**53
+                raise InputFileError(
+                    f"{source}: variants.{name}.{key}: {value:g} is not from 0 to {top_text}", path=source
+                )
     rows = list(variants.items())
     chart = xy_chart(
         "accuracy against tokens a request",

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import regex
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -22,7 +21,7 @@ from pydantic import (
 )
 
 from ..errors import Problem, did_you_mean
-from ..shared.yamlfile import LineMap, line_of, load_named_model, read_yaml, validation_problems
+from ..shared.yamlfile import LineMap, YamlReader, line_of, load_named_model, read_yaml, validation_problems
 from .docs import ToolDoc
 
 ToolStyle = Literal["native", "text"]
@@ -44,6 +43,8 @@ class FileRestriction(BaseModel):
     @field_validator("file_regex")
     @classmethod
     def _compiles(cls, value: str) -> str:
+        import regex  # here, not at the top: only a mode with file restrictions needs it
+
         try:
             regex.compile(value)
         except regex.error as exc:
@@ -51,6 +52,8 @@ class FileRestriction(BaseModel):
         return value
 
     def allows(self, path: str) -> bool:
+        import regex
+
         return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 
@@ -221,9 +224,9 @@ class Mode:
         return None
 
 
-def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
-    """Load one mode file; its ``slug`` must equal the file's stem."""
-    return load_named_model(path, ModeConfig, "slug")
+def load_mode_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
+    """Load one mode file (read with ``read``); its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug", read=read)
 
 
 def resolve_mode(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -12,9 +13,13 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
-from ..shared.yamlfile import line_of, yaml_files
+from ..shared.journal_state import journal_problems
+from ..shared.yamlcache import YamlCache
+from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
+
+logger = logging.getLogger(__name__)
 
 
 def default_docs_dir() -> Path:
@@ -115,7 +120,9 @@ class Registry:
             raise UnknownToolError(name, list(self.tools)) from None
 
 
-def load_registry(directory: str | Path | None = None, *, overlay: str | Path | None = None) -> Registry:
+def load_registry(
+    directory: str | Path | None = None, *, overlay: str | Path | None = None, cache: bool = True
+) -> Registry:
     """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes) and the optional
     ``directory/groups/*.yaml`` (group workflows), all or nothing.
 
@@ -124,17 +131,56 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     tool the mode does not allow) are reported at its own lines like any other file's.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
-    registry is returned. A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an
-    error: :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
+    registry is returned. A folder with an interrupted import that had committed (a staging folder with
+    ``COMMITTED``: it may hold a mix of old and new files) is a :class:`LoadError` naming the staging folder and
+    what recovery would do; loading never completes, undoes or deletes a journal (``prompt-composer import
+    --recover`` does, for one it wrote). An import that had not committed left the folder as it was: it is
+    loaded, with a warning on the ``prompt_composer.shared.journal_state`` logger.
+
+    A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an error:
+    :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
+
+    ``cache``: the folder's files are parsed once and kept in the user cache
+    (:mod:`prompt_composer.shared.yamlcache`); a later load parses only the files that changed. What comes from
+    the cache is validated like a fresh parse, and a load that finds a problem parses every file again, so
+    problems are placed exactly. ``cache=False`` parses every file and leaves the cache alone.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
     if not root.is_dir():
         raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
+    problems = journal_problems(root)
+    if problems:  # the folder may be half old, half new: its other problems would only mislead
+        raise LoadError(problems)
+    files = _cache_of(root) if cache else None
+    if files is None:
+        return _load(root, overlay, read_yaml)
+    try:
+        return _load(root, overlay, files.read)
+    except LoadError:
+        if not files.hits:  # nothing came from the cache: these problems are a fresh parse's
+            raise
+        return _load(root, overlay, files.parse)  # (raises again, now with every problem at its line)
+    finally:
+        files.save()
+
+
+def _cache_of(root: Path) -> YamlCache | None:
+    """The parsed-file cache of ``root``, or None when there is no user cache folder to keep it in (no home
+    folder): the folder then loads as without a cache."""
+    try:
+        return YamlCache(root)
+    except (RuntimeError, OSError) as exc:  # Path.home() raises RuntimeError when there is no home to find
+        logger.info("loading %s without the parsed-file cache: %s", root, exc)
+        return None
+
+
+def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
+    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read``."""
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
     for path in yaml_files(root):
-        doc, doc_problems = load_tool_file(path)
+        doc, doc_problems = load_tool_file(path, read=read)
         problems += doc_problems
         if doc is None:
             broken.add(path.stem)
@@ -146,7 +192,7 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     if (root / "modes").exists() and not (root / "modes").is_dir():
         problems.append(Problem(root / "modes", 1, "modes is not a folder: mode files go in modes/<slug>.yaml"))
     for path in yaml_files(root / "modes"):
-        config, lines, mode_problems = load_mode_file(path)
+        config, lines, mode_problems = load_mode_file(path, read=read)
         problems += mode_problems
         if config is None:
             continue
@@ -160,7 +206,7 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
         problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
     groups: dict[str, GroupDoc] = {}
     for path in yaml_files(root / "groups"):
-        group, group_problems = load_group_file(path)
+        group, group_problems = load_group_file(path, read=read)
         problems += group_problems
         if group is not None:
             if group.name in groups:

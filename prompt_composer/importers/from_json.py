@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .folder import recover_output_folder
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import read_tool_list
 
@@ -24,6 +25,8 @@ def import_json(
     """
     _, tools = read_tool_list(path)
     server = server or Path(path).stem
+    if not dry_run:
+        recover_output_folder(out)
     plan = plan_tools(tools, out, server=server, group=group, write_group=write_group, prefix=prefix)
     if not dry_run:
         apply_plan(plan)

@@ -21,6 +21,7 @@ from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
 from ..shared.extras import needs_extra
 from ..shared.journal import stop_if_interrupted
 from .deadline import Deadline
+from .folder import recover_output_folder
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import UpstreamTool, parse_tool_list
 
@@ -82,6 +83,8 @@ def import_mcp(
     bounds the whole import: starting the server, listing, drafting, scanning and writing (see
     :mod:`.deadline`); past it the import stops with one ImporterError line, and nothing is written.
     """
+    if not dry_run:  # a journal that cannot be recovered stops the import before a server is started
+        recover_output_folder(out)
     deadline = Deadline(timeout, what=f"MCP server {' '.join(command)!r}")
     listing = list_mcp_tools(command, timeout=timeout)
     if not listing.tools:

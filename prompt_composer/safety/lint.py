@@ -76,6 +76,7 @@ from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import InputFileError
 from ..shared.files import read_text
+from ..shared.text import md_cell
 from ..shared.yamlfile import yaml_files, yaml_layout
 from .fields import Kind, Loc, doc_texts, label, line
 from .matching import TextMatch, excerpt_of, rule_match, scan_text
@@ -333,9 +334,9 @@ class SecurityReport:
             "| location | severity | rule | tool | field | excerpt |",
             "|---|---|---|---|---|---|",
         ]
-        for f in self.findings:
-            excerpt = f.excerpt.replace("|", "\\|")
-            lines.append(f"| {f.location} | {f.severity} | {f.rule} | {f.doc} | {f.field} | `{excerpt}` |")
+        for f in self.findings:  # a doc's path and text are outside strings: each cell literal Markdown
+            cells = (f.location, f.severity, f.rule, f.doc, f.field, f.excerpt)
+            lines.append("| " + " | ".join(md_cell(cell) for cell in cells) + " |")
         lines += ["", self.to_lines(threshold)[-1]]
         return "\n".join(lines)
 

@@ -1,6 +1,8 @@
-"""The lint's rule table, read from ``rules.yaml`` once, when this module is imported: each rule's id, severity and
+"""The lint's rule table, read from ``rules.yaml`` once, when it is first used: each rule's id, severity and
 summary, the phrase rules compiled, the order patterns (what makes a sentence an order to the model) and the
-contexts (what makes a phrase finding a mention rather than an order: a note, not a quarantine).
+contexts (what makes a phrase finding a mention rather than an order: a note, not a quarantine). ``RULES``,
+``PHRASES``, ``ORDERS`` and ``CONTEXTS`` are loaded at their first access: compiling the phrases costs most of a
+tenth of a second, which a module that wants only the severities should not pay.
 
 A phrase or order in the file is a regular expression that may name a shared fragment as ``{name}``; it is compiled
 with ``re.IGNORECASE`` after the fragments are put in. A bad rules file is a
@@ -12,11 +14,12 @@ Severities are outcomes (see :mod:`prompt_composer.safety.lint`): ``high`` quara
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -250,5 +253,21 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phras
     return rule_set.rules, rule_set.phrases
 
 
-_LOADED = load_rule_set()
-RULES, PHRASES, ORDERS, CONTEXTS = _LOADED.rules, _LOADED.phrases, _LOADED.orders, _LOADED.contexts
+@functools.cache
+def shipped_rule_set() -> RuleSet:
+    """The shipped ``rules.yaml``, loaded once."""
+    return load_rule_set()
+
+
+# The shipped rule set's parts, by name: loaded at the first access (a module-level __getattr__, PEP 562).
+RULES: Mapping[str, Rule]
+PHRASES: tuple[Phrase, ...]
+ORDERS: tuple[re.Pattern[str], ...]
+CONTEXTS: tuple[Context, ...]
+_PARTS = {"RULES": "rules", "PHRASES": "phrases", "ORDERS": "orders", "CONTEXTS": "contexts"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PARTS:
+        return getattr(shipped_rule_set(), _PARTS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,8 @@ from typing import Any
 
 from ..errors import InputFileError
 from ..shared.files import read_text
-from .replies import Reply, ToolCall, Usage, error_reply, text_reply, tool_use_reply
+from .replies import Reply, ToolCall, error_reply, text_reply, tool_use_reply
+from .scripted import Usage
 from .server import ScriptedMessagesServer
 
 

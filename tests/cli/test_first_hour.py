@@ -112,6 +112,7 @@ def test_fetch_of_a_tool_another_mode_has_names_that_mode(capsys: pytest.Capture
     assert code == 0 and out.startswith("## write_to_file")
     code, _, err = run(capsys, "fetch", "no_such_tool", "--mode", "ask")  # absent everywhere: the refusal
     assert code == 1 and "there is no tool 'no_such_tool' in mode 'ask'" in err and "--mode" not in err
+    assert err.startswith("error: there is no tool")  # the CLI's one error prefix, not the model's `Error:`
 
 
 def test_the_model_facing_refusal_is_the_same_for_a_hidden_and_an_absent_tool() -> None:
@@ -201,6 +202,68 @@ def test_import_into_a_folder_with_no_mode_says_how_to_add_one(
     warning = unrouted_servers(load_registry(docs), "weather", {})
     assert warning is not None and "'tools'" in warning and "--servers FILE" in warning
     assert unrouted_servers(load_registry(docs), "weather", {"tools": object()}) is None
+
+
+def imported_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    tools, docs = tmp_path / "tools.json", tmp_path / "imported"
+    tools.write_text(json.dumps(TOOLS_JSON))
+    assert run(capsys, "import", "json", str(tools), "--out", str(docs))[0] == 0
+    return docs
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_text() if p.is_file() and not p.is_symlink() else "(other)"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def test_add_mode_writes_only_a_mode_file_inside_the_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder may be a checkout's: --add-mode's slug cannot name a path, and a symlinked modes/ or a symlink
+    where the mode file goes is refused, not followed; nothing is written then, inside the folder or outside."""
+    monkeypatch.chdir(tmp_path)
+    docs = imported_folder(tmp_path, capsys)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    before = tree(tmp_path)
+    for slug in ("../evil", "Web", "a/b", ""):
+        code, out, err = run(capsys, "init", str(docs), "--add-mode", slug)
+        assert (code, out) == (2, "") and err.startswith("error: --add-mode") and "nothing was written" in err
+    assert tree(tmp_path) == before
+
+    (docs / "modes").symlink_to(outside, target_is_directory=True)
+    before = tree(tmp_path)
+    code, out, err = run(capsys, "init", str(docs), "--add-mode", "weather")
+    assert (code, out) == (2, "") and "modes: it is a symlink" in err and "nothing was written" in err
+    assert tree(tmp_path) == before and not any(outside.iterdir())
+
+    (docs / "modes").unlink()
+    (docs / "modes").mkdir()
+    (docs / "modes" / "weather.yaml").symlink_to(outside / "weather.yaml")
+    code, out, err = run(capsys, "init", str(docs), "--add-mode", "weather")
+    assert (code, out) == (2, "") and err.startswith(f"{docs / 'modes' / 'weather.yaml'}:1: cannot read file")
+    assert not (outside / "weather.yaml").exists() and (docs / "modes" / "weather.yaml").is_symlink()
+    assert [p.name for p in (docs / "modes").iterdir()] == ["weather.yaml"]  # no partial file left behind
+
+
+def test_init_reads_the_pyproject_before_writing_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pyproject.toml here that cannot be read (not TOML, over the cap) is one line, exit 2, and init writes
+    nothing: neither the starter folder nor a mode."""
+    monkeypatch.chdir(tmp_path)
+    docs = imported_folder(tmp_path, capsys)
+    for text in ("[tool.prompt-composer\n", "x = 1\n" + "# padding\n" * 200_000):
+        (tmp_path / "pyproject.toml").write_text(text)
+        code, out, err = run(capsys, "init", "my_docs")
+        assert (code, out) == (2, "") and err.startswith("error: ") and "pyproject.toml" in err
+        assert "Traceback" not in err and "nothing was written" in err
+        assert not (tmp_path / "my_docs").exists()
+        code, out, err = run(capsys, "init", str(docs), "--add-mode", "weather")
+        assert (code, out) == (2, "") and "nothing was written" in err
+        assert not (docs / "modes").exists()
 
 
 def test_run_without_a_key_says_so_before_loading_anything(tmp_path: Path) -> None:

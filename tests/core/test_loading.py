@@ -29,6 +29,8 @@ from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError, Problem, did_you_mean
 from tests.helpers import DATA
 
+pytestmark = pytest.mark.usefixtures("yaml_parser")  # every test under both YAML parsers
+
 DATA = DATA / "malformed"
 BASE = DATA / "base"
 CASES = DATA / "cases"
