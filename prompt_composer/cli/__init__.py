@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import PromptComposerError
 from ..shared.version import VERSION as __version__
 from . import agent, bench, discovery, gateway, help_text, interop, local, project, registry, stats, tune
-from .output import ArgumentParser, messages, report_error
+from .output import ERROR, ArgumentParser, messages, report_error
 
 __all__ = ["main"]
 
@@ -183,6 +183,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         except BrokenPipeError:  # `prompt-composer … | head` is fine
             return 0
+        except ModuleNotFoundError as exc:  # an optional extra's module that no check above caught: still one line
+            from ..shared.extras import extra_of, needs_extra
+
+            extra = extra_of(exc)
+            if extra is None:
+                raise
+            print(f"{ERROR}{needs_extra(args.command, extra)}", file=sys.stderr)
+            return 2
     return code
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -155,14 +156,50 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
         try:
             from ..agent import openai as adapter
         except ImportError:
-            return "the openai provider needs the openai SDK: pip install 'prompt-composer[openai]'"
+            from ..shared.extras import needs_extra
+
+            return needs_extra(f"--provider {provider}", "openai")
         return adapter.sdk_client(base_url, timeout=timeout)
     from ..agent import anthropic as anthropic_adapter
 
     return anthropic_adapter.sdk_client(base_url, timeout=timeout)
 
 
+# The environment variables each provider's SDK takes its key (and its base URL) from.
+KEY_VARIABLES = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "openai": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+}
+BASE_URL_VARIABLES = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+}
+
+
+def missing_key(provider: str, base_url: str | None) -> str | None:
+    """Why ``run`` has no key for ``provider``, from the environment alone, else ``None``. Checked first, before
+    the registry or an SDK is loaded: the SDK would say the same, seconds later. A server on this machine (a local
+    model, the scripted demo server) needs none."""
+    from ..shared.net import is_loopback_url
+
+    names = KEY_VARIABLES.get(provider, ())
+    if not names or any(os.environ.get(name) for name in names):
+        return None
+    if is_loopback_url(base_url or os.environ.get(BASE_URL_VARIABLES[provider])):
+        return None
+    return (
+        f"no API key: set {names[0]}, or give --base-url a server on this machine "
+        "(`python -m prompt_composer.testing --demo` is one that needs no key)"
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    no_key = missing_key(args.provider, args.base_url)
+    if no_key is not None:
+        print(f"error: {no_key}", file=sys.stderr)
+        return 2
     from ..errors import ExecutorError
     from ..learn.events import EventLog
     from ..safety.executors import workspace_executors

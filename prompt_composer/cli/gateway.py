@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._common import (
@@ -135,17 +135,37 @@ def _gateway_notices(args: argparse.Namespace) -> Iterator[None]:
         logger.propagate = propagate
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import anyio
+def unrouted_servers(registry: Registry, slug: str, servers: Mapping[str, Any]) -> str | None:
+    """Said when serving starts: the MCP servers that tools of mode ``slug`` were imported from and that the
+    servers file does not name (all of them without one), so their calls will be refused; else ``None``."""
+    mode = registry.mode(slug)
+    missing = sorted(
+        {
+            doc.origin.server
+            for name in mode.allowed
+            if (doc := registry.tools[name]).origin is not None and doc.origin.server not in servers
+        }
+    )
+    if not missing:
+        return None
+    names = ", ".join(repr(s) for s in missing)
+    given = "the servers file does not name them" if servers else "no servers file was given"
+    return (
+        f"mode {slug!r} has tools imported from MCP server(s) {names}, and {given}: their calls are refused "
+        "until --servers FILE has an mcpServers entry for each"
+    )
 
-        from ..mcp.auth import check_exposure
-        from ..mcp.gateway import Gateway, serve_http, serve_stdio
-    except ImportError:
-        print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
-        return 2
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..mcp.client import require_sdk
+
+    require_sdk("serve")  # before anything loads: a missing extra is one line (exit 2)
+    import anyio
+
     from ..errors import AuthConfigError, ExecutorError
     from ..learn.events import EventLog
+    from ..mcp.auth import check_exposure
+    from ..mcp.gateway import Gateway, serve_http, serve_stdio
     from ..mcp.upstreams import Upstreams, load_servers
     from ..safety.executors import workspace_executors
     from ..shared.net import bare_host
@@ -171,6 +191,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     served = _served(args, registry)
     if served is None:
         return 2
+    unrouted = unrouted_servers(registry, args.mode, servers)
+    if unrouted:
+        print(f"warning: {unrouted}", file=sys.stderr)
 
     def learned(version: Registry) -> ToolSearch | None:  # the --learn-from search of a reloaded version
         return search if version.fingerprint == registry.fingerprint else search_for(args, version)

@@ -37,8 +37,13 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
         "Write a starter tool docs folder (three tool docs and one mode, `helper`, each commented and valid as "
         "written) and print the [tool.prompt-composer] lines that make it the default; the docs path in them is "
         "relative to the pyproject.toml's folder. Refuses to write into a folder that exists and is not empty, "
-        "or through a symlink; an empty folder (init .) is filled in place, and a failed init leaves nothing.",
-        ["prompt-composer init my_docs >> pyproject.toml && prompt-composer audit"],
+        "or through a symlink; an empty folder (init .) is filled in place, and a failed init leaves nothing. When "
+        "the pyproject.toml here already has the table, prints nothing to append and says which keys to set. With "
+        "--add-mode SLUG, adds a mode to an existing folder (an import's) instead.",
+        [
+            "prompt-composer init my_docs >> pyproject.toml && prompt-composer audit",
+            "prompt-composer init imported_docs --add-mode web",
+        ],
     ),
     "validate": (
         "Load every tool doc and mode of the docs folder and print `ok` with the counts, or every problem as "

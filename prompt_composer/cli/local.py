@@ -67,8 +67,9 @@ def cmd_path(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..local.server import serve
+    from ..local.server import runtime, serve
 
+    runtime()  # a missing `local` extra is one line, before anything is said or loaded
     gguf = args.gguf if args.gguf is not None else None
     if gguf is None:
         print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)

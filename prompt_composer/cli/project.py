@@ -30,6 +30,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "dir", nargs="?", default="tool_docs", metavar="DIR", help="the folder to create (default: tool_docs)"
     )
+    p.add_argument(
+        "--add-mode",
+        metavar="SLUG",
+        help="instead, add a mode to DIR, an existing docs folder (such as an import's): it allows every group of "
+        "DIR's tool docs",
+    )
     p.set_defaults(handler=cmd_init)
 
 
@@ -91,13 +97,21 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from .init_output import cmd_add_mode, existing_table, print_settings
+
+    if args.add_mode is not None:
+        return cmd_add_mode(args)
     target = Path(args.dir)
+    table = existing_table()  # a pyproject.toml here that cannot be read is an error before anything is written
     try:
-        return _init(target)
+        code = _init(target)
     except OSError as exc:
         reason = exc.strerror or exc
         print(f"error: {target}: cannot write the starter docs: {reason}; nothing was written", file=sys.stderr)
         return 2
+    if code == 0:
+        print_settings(target, STARTER_MODE, table=table)
+    return code
 
 
 def _init(target: Path) -> int:
@@ -145,10 +159,6 @@ def _init(target: Path) -> int:
         raise
     files = sorted(p.relative_to(whole).as_posix() for p in whole.rglob("*.yaml"))
     print(f"# wrote {target}: {', '.join(files)}", file=sys.stderr)
-    print("# add to pyproject.toml (the docs path is relative to that file's folder):", file=sys.stderr)
-    print(f"[{TABLE}]")
-    print(f"docs = {json.dumps(target.as_posix())}")
-    print(f'{KEYS["mode"]} = "{STARTER_MODE}"')
     return 0
 
 

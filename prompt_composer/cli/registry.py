@@ -14,6 +14,7 @@ from ._common import add_mode_option, checked_mode, composer_of, registry_of, wa
 if TYPE_CHECKING:
     from ..core.audit import ModeAudit
     from ..core.composer import Composer
+    from ..core.registry import Registry
 
 AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
 # What the parser offers, written here so that building it imports neither the agent layer nor the lint
@@ -211,11 +212,27 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         mode = checked_mode(registry, args.mode, composer)
         warn_over_budget(registry, mode, composer=composer)
     result = handle_fetch(registry, mode, {"name": args.name})
-    if result.is_error:  # the model-facing refusal, as an error line of the command
-        print(f"error: {result.content.removeprefix('Error: ')}", file=sys.stderr)
+    if result.is_error:
+        # The model's refusal is the same for a hidden tool and an absent one, on purpose; the operator, who can
+        # read every mode, is told where the tool is instead. Either is an error line of the command.
+        refusal = f"error: {result.content.removeprefix('Error: ')}"
+        print(elsewhere(registry, mode.slug, args.name) or refusal, file=sys.stderr)
         return 1
     print(result.content)
     return 0
+
+
+def elsewhere(registry: Registry, slug: str, name: str) -> str | None:
+    """``error: mode 'helper' has no tool 'http_get'; mode 'reviewer' has it: …--mode reviewer``, when the tool is
+    in the registry but not in mode ``slug``; else ``None``."""
+    if name not in registry.tools:
+        return None
+    modes = [m for m in registry.modes if m != slug and registry.modes[m].allows(name)]
+    if not modes:
+        why = "quarantined by the lint (audit --security)" if registry.tools[name].quarantined else "in no mode"
+        return f"error: mode {slug!r} has no tool {name!r}; it is in the tool docs, but {why}"
+    which = f"mode {modes[0]!r} has it" if len(modes) == 1 else f"modes {', '.join(map(repr, modes))} have it"
+    return f"error: mode {slug!r} has no tool {name!r}; {which}: prompt-composer fetch {name} --mode {modes[0]}"
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -86,7 +86,7 @@ class Settings:
         return (self.docs, self.mode, self.overlay, self.event_log, self.registry_cache)
 
 
-def _read_pyproject(path: Path) -> dict[str, object]:
+def read_pyproject(path: Path) -> dict[str, object]:
     """``path`` parsed: at most :data:`MAX_PYPROJECT_BYTES`, a regular file, TOML nested within reason; else an
     InputFileError naming the file and the problem, in one line."""
     text = read_text(path, what="pyproject.toml", max_bytes=MAX_PYPROJECT_BYTES)
@@ -106,7 +106,7 @@ def find_pyproject(start: Path) -> tuple[Path, dict[str, object]] | None:
         path = folder / "pyproject.toml"
         if not path.is_file():
             continue
-        tool = _read_pyproject(path).get("tool")
+        tool = read_pyproject(path).get("tool")
         if not isinstance(tool, dict) or "prompt-composer" not in tool:
             continue
         table = tool["prompt-composer"]

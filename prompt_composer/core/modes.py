@@ -84,6 +84,13 @@ class TierConfig(BaseModel):
     stubs: StrictBool = False
 
 
+DEFAULT_RECENT_SIZE = 4
+"""``recent_size`` when a mode file leaves it out: the middle of the shipped modes' 3 to 6."""
+DEFAULT_BUDGET_TOKENS = 10_000
+"""``budget_tokens`` when a mode file leaves it out: a guard against a blow-up (an import of a large server into
+the mode), not a tuned figure; about the worst case of the shipped mode with the most tools (debug, 22)."""
+
+
 class ModeConfig(BaseModel):
     """A mode file as the user writes it (``tool_docs/modes/<slug>.yaml``)."""
 
@@ -97,8 +104,8 @@ class ModeConfig(BaseModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     permanent: tuple[str, ...] = ()
-    recent_size: StrictInt = Field(ge=0)  # strict: `true` or "2" are mistakes, not 1 and 2
-    budget_tokens: StrictInt = Field(gt=0)
+    recent_size: StrictInt = Field(default=DEFAULT_RECENT_SIZE, ge=0)  # strict: `true` or "2" are mistakes
+    budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0)
     tool_style: ToolStyle = "native"
     custom_instructions: str = ""
     # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.

@@ -225,7 +225,12 @@ def modes_folder_problem(root: Path) -> Problem | None:
         return None
     if modes.exists():
         return Problem(modes, 1, "modes is not a folder: mode files go in modes/<slug>.yaml")
-    return Problem(modes, 1, "no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped)")
+    return Problem(
+        modes,
+        1,
+        "no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped), or let "
+        f"`prompt-composer init {root} --add-mode NAME` write one allowing every group here",
+    )
 
 
 def _apply_overlay_file(

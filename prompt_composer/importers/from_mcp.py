@@ -3,7 +3,7 @@
 The client itself is :mod:`prompt_composer.mcp.client`'s; this module turns what can go wrong (a command that
 does not start, a server that hangs, exits or answers badly) into one :class:`ImporterError` line, with the
 server's last stderr line when it has one. Needs the optional ``mcp`` SDK (``pip install
-'prompt-composer[mcp]'``).
+'prompt-composer-tooldocs[mcp]'``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TextIO
 
 from ..errors import ImporterError
 from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
+from ..shared.extras import needs_extra
 from ..shared.journal import stop_if_interrupted
 from .deadline import Deadline
 from .folder import recover_output_folder
@@ -42,12 +43,12 @@ def list_mcp_tools(
     """Start the MCP server ``command`` over stdio, list every tool (following pagination), stop it.
 
     ``timeout`` bounds the start and the listing together. The server inherits this process's environment
-    (plus ``env``). Needs the optional ``mcp`` SDK (``pip install 'prompt-composer[mcp]'``).
+    (plus ``env``). Needs the optional ``mcp`` SDK (``pip install 'prompt-composer-tooldocs[mcp]'``).
     """
     if not command:
         raise ImporterError("no MCP server command given (put it after --)")
     if not sdk_installed():
-        raise ImporterError("importing from an MCP server needs the mcp SDK: pip install 'prompt-composer[mcp]'")
+        raise ImporterError(needs_extra("import mcp", "mcp"))
     shown = " ".join(command)
     # Not validated: a command that cannot run is reported when it fails to start, like any other.
     spec = ServerSpec.model_construct(

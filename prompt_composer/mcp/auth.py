@@ -37,6 +37,7 @@ from urllib.parse import quote, urlsplit
 
 from ..core.bounds import json_depth
 from ..errors import AuthConfigError, InputFileError
+from ..shared.extras import needs_extra
 from ..shared.files import read_text
 from ..shared.net import netloc
 
@@ -184,7 +185,7 @@ class JwtVerifier:
         try:
             import joserfc  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise AuthConfigError("JWT verification needs joserfc: pip install 'prompt-composer[auth]'") from exc
+            raise AuthConfigError(needs_extra("JWT verification (--auth-jwks)", "auth")) from exc
         if not issuer or not audience:
             raise AuthConfigError("a JWKS verifier needs both an issuer (--auth-issuer) and an audience")
         if leeway < 0:

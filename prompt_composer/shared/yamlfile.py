@@ -19,7 +19,7 @@ try:
 except ImportError:  # PyYAML built without libyaml: the pure-Python parser does it all
     CParser = None  # type: ignore[assignment,misc]
 
-from ..errors import InputFileError, Problem
+from ..errors import InputFileError, Problem, did_you_mean
 from .files import read_text
 
 LineMap = dict[tuple[str | int, ...], int]
@@ -382,14 +382,31 @@ def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> Iterator[Problem]:
-    """One readable problem per pydantic error, located at the offending key's line."""
+def known_keys(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> list[str]:
+    """The keys a mapping at ``loc`` (below ``model``) may have, when the path leads through models only."""
+    for part in loc:
+        if model is None:
+            return []
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if model is None:
+        return []
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def validation_problems(
+    path: Path, lines: LineMap, error: ValidationError, model: type[BaseModel] | None = None
+) -> Iterator[Problem]:
+    """One readable problem per pydantic error, located at the offending key's line; an unknown key of
+    ``model`` gets the close known one (``unknown key 'querys'; did you mean 'queries'?``)."""
     for err in error.errors():
         loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
         field = ".".join(str(part) for part in loc) or "(document)"
         kind = err["type"]
         if kind == "extra_forbidden":
-            message = f"unknown key {field!r}"
+            hint = did_you_mean(str(loc[-1]), known_keys(model, loc[:-1])) if loc else ""
+            message = f"unknown key {field!r}; {hint}" if hint else f"unknown key {field!r}"
         elif kind == "missing":
             message = f"missing required key {field!r}"
         else:
@@ -413,7 +430,7 @@ def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> t
     try:
         return model.model_validate(data), lines, []
     except ValidationError as exc:
-        return None, lines, list(validation_problems(path, lines, exc))
+        return None, lines, list(validation_problems(path, lines, exc, model))
 
 
 def load_named_model(

@@ -35,7 +35,7 @@ try:
 except ImportError:  # the redis extra is part of dev: under CI a missing client is a failure
     if os.environ.get("CI"):
         raise
-    pytest.skip("the redis extra is not installed (pip install 'prompt-composer[redis]')", allow_module_level=True)
+    pytest.skip("the redis extra is not installed", allow_module_level=True)
 
 from prompt_composer import Composer, InMemorySessionStore, Registry, TaskSession, load_registry, wrap
 from prompt_composer.core.redis_store import RedisSessionStore, RedisTaskSession, redact
