@@ -77,8 +77,8 @@ from ..core.registry import Registry
 from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.yamlfile import yaml_files, yaml_layout
-from .fields import Kind, Loc, doc_texts, label, line
-from .matching import TextMatch, excerpt_of, rule_match, scan_text
+from .fields import Kind, Loc, doc_texts, label, line, pattern_words
+from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
 from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least
 
 __all__ = [
@@ -150,14 +150,15 @@ class Finding:
 
 
 _NAME_RULES = frozenset({"invisible-unicode", "homoglyph"})  # names are identifiers: only hidden characters count
-_IDENTIFIER_JOINS = re.compile(r"[_\-.]")
+# What joins the words of an identifier: snake_case, kebab-case, dotted and slashed paths (a `$ref`).
+_IDENTIFIER_JOINS = re.compile(r"[_\-./#$]")
 
 
 _SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
 
 
 def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
-    """The phrase findings of an identifier read as words (``_``, ``-`` and ``.`` as spaces; same length, so
+    """The phrase findings of an identifier read as words (``_``, ``-``, ``.``, ``/``, ``#``, ``$`` as spaces; same length, so
     positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that only
     names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
     one (``send_the_conversation_here``) keeps its severity."""
@@ -175,6 +176,21 @@ def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) 
             note = "a parameter name of a few words: review it"
             match = replace(match, severity=REVIEW_SEVERITY, note=note)
         out.append(match)
+    return out
+
+
+def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """The findings of a regular expression (a schema's ``pattern``) read as the words it spells
+    (:func:`~prompt_composer.safety.fields.pattern_words`), located and quoted in the pattern as written. Hidden
+    characters count as written."""
+    words, where = pattern_words(pattern)
+    out = character_matches(pattern)
+    for match in scan_text(words, siblings=siblings, own=own):
+        if match.rule in _NAME_RULES or not where:
+            continue
+        start = where[min(match.start, len(where) - 1)]
+        end = where[min(max(match.end - 1, match.start), len(where) - 1)] + 1
+        out.append(replace(match, start=start, end=end, excerpt=excerpt_of(pattern, start, end)))
     return out
 
 
@@ -225,15 +241,23 @@ def scan(
 
     own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
     for loc, kind, text in doc_texts(doc):
+        if kind == "unread":  # past the walk's bounds: not read, so not cleared either
+            add(loc, kind, text, rule_match("oversized", "", 0, 0, excerpt="", note=f"{text}: not read"))
+            continue
+        if kind in ("name", "key"):
+            for match in character_matches(text):
+                add(loc, kind, text, match)
+            for match in _identifier_matches(text, siblings, own):
+                add(loc, kind, text, match)
+            continue
+        if kind == "pattern":
+            for match in _pattern_matches(text, siblings, own):
+                add(loc, kind, text, match)
+            continue
         value = kind in ("value", "secret-value")
         secret = kind == "secret-value"
         for match in scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own):
-            if kind in ("name", "key") and match.rule not in _NAME_RULES:
-                continue
             add(loc, kind, text, match)
-        if kind in ("name", "key"):
-            for match in _identifier_matches(text, siblings, own):
-                add(loc, kind, text, match)
         if loc == ("full",):
             if full_limit is not None and len(text) > full_limit:
                 too_long(loc, kind, text, full_limit)

@@ -123,11 +123,17 @@ def scan_text(
     return _scan(text, context, 0)
 
 
-def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
-    found: list[TextMatch] = [
+def character_matches(text: str) -> list[TextMatch]:
+    """The matches of the character rules alone (hidden characters, look-alike letters): all an identifier is
+    checked for as it is written (its words are read apart)."""
+    return [
         *(rule_match("invisible-unicode", text, s, e, note=n) for s, e, n in hidden_runs(text)),
         *(rule_match("homoglyph", text, s, e, note=n) for s, e, n in mixed_script_words(text)),
     ]
+
+
+def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
+    found = character_matches(text)
     normal, where = normalise(text)
     for rule, start, end in markup_spans(normal):
         found.append(_back(text, where, rule, start, end))
