@@ -145,38 +145,63 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
         spans = examples if phrase.scope == "example" else [(0, len(prose))]
         for lo, hi in spans:
             for m in phrase.pattern.finditer(prose, lo, hi):
-                match = _phrase_match(text, where, prose, phrase, m, context)
-                if match is not None:
-                    found.append(match)
+                found += _phrase_matches(text, where, prose, phrase, m, context)
     if depth < MAX_DEPTH:
         found += _decoded_matches(text, where, normal, context, depth)
     found.sort(key=lambda m: (m.start, -SEVERITY_RANK[m.severity], m.rule))
     return _dedupe(text, found)
 
 
+_RESCANS = 3  # mentions masked in one sentence before the rest of it is read as it is
+
+
+def _phrase_matches(
+    text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
+) -> list[TextMatch]:
+    """The findings of one phrase match. A context that makes it a mention covers only the words it matched: they
+    are masked, and the phrase is looked for again in the rest of the sentence ("pass the path of the system prompt
+    and the conversation history" still passes the conversation history)."""
+    out: list[TextMatch] = []
+    for _ in range(_RESCANS + 1):
+        match, covered = _phrase_match(text, where, prose, phrase, m, context)
+        if match is not None:
+            out.append(match)
+        if covered is None:
+            break
+        lo, hi = sentence_of(prose, m.start(), m.end())
+        prose = prose[: covered[0]] + " " * (covered[1] - covered[0]) + prose[covered[1] :]
+        again = phrase.pattern.search(prose, max(lo, m.start()), hi)
+        if again is None:
+            break
+        m = again
+    return out
+
+
 def _phrase_match(
     text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
-) -> TextMatch | None:
-    """The finding of one phrase match, at the severity the sentence and the named tool give it."""
+) -> tuple[TextMatch | None, tuple[int, int] | None]:
+    """The finding of one phrase match, at the severity the sentence and the named tool give it, and the span of
+    the words a context matched when it made the finding a mention (``None`` otherwise)."""
     if m.end() <= m.start():
-        return None
+        return None, None
     match = _back(text, where, phrase.rule, m.start(), m.end())
     tool = m.groupdict().get("tool")
     if tool is not None:
         name = tool.strip("`'\".,:;()")
         if name.casefold() in _SELF or name.casefold() in context.own:
-            return None
+            return None, None
         if name.casefold() in context.siblings:
-            return replace(match, severity="low", note=f"{name} is a tool of the same server")
+            return replace(match, severity="low", note=f"{name} is a tool of the same server"), None
     mention = _mention(prose, m.start(), m.end(), phrase.rule)
     if mention is not None:
-        return replace(match, severity="low", note=mention)
+        note, covered = mention
+        return replace(match, severity="low", note=note), covered
     described = RULES[phrase.rule].described
     always = phrase.always and not context.holds_secret
     if described is not None and not always and not ordered(prose, m.start(), m.end()):
         note = "the sentence describes what the tool handles and gives the model no order: review it"
-        return replace(match, severity=described, note=note)
-    return match
+        return replace(match, severity=described, note=note), None
+    return match, None
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
@@ -184,24 +209,41 @@ _SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
 _QUOTED = re.compile(r'"[^"\n]{1,200}"|\u201c[^\u201d\n]{1,200}\u201d')
 
 
-def _quoted(prose: str, start: int, end: int) -> bool:
-    """Whether ``prose[start:end]`` lies inside one quotation of its sentence."""
+def _quotation(prose: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span of the one quotation of its sentence that holds ``prose[start:end]``, or ``None``."""
     lo, hi = sentence_of(prose, start, end)
-    return any(q.start() <= start and end <= q.end() for q in _QUOTED.finditer(prose, lo, hi))
+    for q in _QUOTED.finditer(prose, lo, hi):
+        if q.start() <= start and end <= q.end():
+            return q.start(), q.end()
+    return None
 
 
-def _mention(prose: str, start: int, end: int, rule: str) -> str | None:
+_QUOTE_REACH = 60  # characters before a quotation (or after it) where the words that present it as data must be
+
+
+def _mention(prose: str, start: int, end: int, rule: str) -> tuple[str, tuple[int, int]] | None:
     """Why the match ``prose[start:end]`` of ``rule`` is a mention rather than an order (a ``contexts`` entry
-    of ``rules.yaml``), or ``None``."""
+    of ``rules.yaml``), and the span of the words that make it one; or ``None``. The words must be the match's own
+    (the *path* of the system prompt) or stand next to its quotation (cases *such as* "…"): a word elsewhere in the
+    sentence says nothing about these words."""
     for context in CONTEXTS:
         if rule not in context.rules:
             continue
-        if context.where == "match" and context.pattern.search(prose, start, end) is not None:
-            return context.note
-        if context.where == "quoted" and _quoted(prose, start, end):
+        if context.where == "match":
+            found = context.pattern.search(prose, start, end)
+            if found is not None:
+                return context.note, found.span()
+        elif context.where == "quoted":
+            quote = _quotation(prose, start, end)
+            if quote is None:
+                continue
             lo, hi = sentence_of(prose, start, end)
-            if context.pattern.search(prose, lo, hi) is not None and not ordered(prose, start, end):
-                return context.note
+            near = (max(lo, quote[0] - _QUOTE_REACH), min(hi, quote[1] + _QUOTE_REACH))
+            presented = context.pattern.search(prose, near[0], quote[0]) or context.pattern.search(
+                prose, quote[1], near[1]
+            )
+            if presented is not None and not ordered(prose, start, end):
+                return context.note, quote
     return None
 
 
