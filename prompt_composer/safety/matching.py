@@ -196,7 +196,7 @@ def _phrase_match(
     if mention is not None:
         note, covered = mention
         return replace(match, severity="low", note=note), covered
-    described = RULES[phrase.rule].described
+    described = phrase.described or RULES[phrase.rule].described
     always = phrase.always and not context.holds_secret
     if described is not None and not always and not ordered(prose, m.start(), m.end()):
         note = "the sentence describes what the tool handles and gives the model no order: review it"

@@ -56,12 +56,15 @@ class Phrase:
     """A phrase rule: text matching ``pattern`` (in the normalised text) is a finding of ``rule``.
 
     ``scope`` "example" matches only in example values and example blocks (what the model copies into a call);
-    ``always`` keeps the rule's severity even where the sentence gives no order (see :attr:`Rule.described`)."""
+    ``always`` keeps the rule's severity even where the sentence gives no order (see :attr:`Rule.described`);
+    ``described`` gives this phrase a severity of its own in a sentence that gives no order (a rule's ``high``
+    phrase "skip every confirmation" may be a parameter's description: reviewed unless the sentence orders it)."""
 
     rule: str
     pattern: re.Pattern[str]
     scope: Scope = "any"
     always: bool = False
+    described: Severity | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class _PhraseEntry(BaseModel):
     pattern: str
     scope: Scope = "any"
     always: bool = False
+    described: Severity | None = None
 
 
 class _ContextEntry(BaseModel):
@@ -176,7 +180,7 @@ def _phrase(
     pattern = _compiled(path, lines, (*where, "pattern"), entry.pattern, fragments)
     if isinstance(pattern, Problem):
         return pattern
-    return Phrase(entry.rule, pattern, entry.scope, entry.always)
+    return Phrase(entry.rule, pattern, entry.scope, entry.always, entry.described)
 
 
 def _context(
