@@ -29,8 +29,20 @@ from dataclasses import dataclass, replace
 
 from .encoded import MAX_DEPTH, Budget, encoded_runs, is_prose
 from .markup import example_spans, fenced_spans, markup_spans
-from .rules import CONTEXTS, ORDERS, PHRASES, RULES, SEVERITY_RANK, Phrase, Severity, at_least
-from .text import escape_invisible, hidden_runs, mixed_script_words, normalise
+from .rules import (
+    CONCEPTS,
+    CONTEXTS,
+    GATE,
+    NATIVE_ORDERS,
+    ORDERS,
+    PHRASES,
+    RULES,
+    SEVERITY_RANK,
+    Phrase,
+    Severity,
+    at_least,
+)
+from .text import escape_invisible, hidden_runs, mixed_script_words, normalise_both
 
 # A tool named by a phrase (its group "tool") that is the tool itself: no finding.
 _SELF = frozenset({"this", "it", "that", "the", "a", "an", "any", "same", "tool", "function", "one"})
@@ -132,19 +144,54 @@ def character_matches(text: str) -> list[TextMatch]:
     ]
 
 
-def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
-    found = character_matches(text)
-    normal, where = normalise(text)
-    for rule, start, end in markup_spans(normal):
-        found.append(_back(text, where, rule, start, end))
+@dataclass(frozen=True)
+class Prose:
+    """A text as the phrase rules read it, twice over: ``folded`` (look-alike letters read as Latin: the English
+    phrases) and ``native`` (as written: the lexicons of other languages). Same length, same positions."""
+
+    folded: str
+    native: str
+
+    def of(self, phrase: Phrase) -> str:
+        return self.native if phrase.native else self.folded
+
+    def masked(self, start: int, end: int) -> Prose:
+        """Both texts with ``[start:end]`` blanked (same length)."""
+        blank = " " * (end - start)
+        return Prose(
+            self.folded[:start] + blank + self.folded[end:], self.native[:start] + blank + self.native[end:]
+        )
+
+
+def _as_prose(normal: str) -> str:
     prose = _BREAK.sub(_as_break, normal)  # a phrase does not run across paragraphs, headings or list items …
     for lo, hi in fenced_spans(normal):
         prose = prose[:lo] + normal[lo:hi] + prose[hi:]  # … but code is code: a "#" line there is a comment
-    examples = [(0, len(prose))] if context.example else example_spans(normal)
+    return prose
+
+
+def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
+    found = character_matches(text)
+    normal, native, where = normalise_both(text)
+    for rule, start, end in markup_spans(normal):
+        found.append(_back(text, where, rule, start, end))
+    folded_prose = _as_prose(normal)
+    prose = Prose(folded_prose, folded_prose if native == normal else _as_prose(native))
+    lexicons = GATE.opens(prose.native)
+    present: dict[str, bool] = {}
+
+    def has(concept: str) -> bool:
+        if concept not in present:
+            present[concept] = CONCEPTS[concept].search(prose.native) is not None
+        return present[concept]
+
+    examples = [(0, len(folded_prose))] if context.example else example_spans(normal)
     for phrase in PHRASES:
-        spans = examples if phrase.scope == "example" else [(0, len(prose))]
+        if phrase.needs and not (lexicons and all(has(concept) for concept in phrase.needs)):
+            continue  # a combination of the lexicons whose concepts are not all in the text
+        spans = examples if phrase.scope == "example" else [(0, len(folded_prose))]
         for lo, hi in spans:
-            for m in phrase.pattern.finditer(prose, lo, hi):
+            for m in phrase.pattern.finditer(prose.of(phrase), lo, hi):
                 found += _phrase_matches(text, where, prose, phrase, m, context)
     if depth < MAX_DEPTH:
         found += _decoded_matches(text, where, normal, context, depth)
@@ -156,7 +203,7 @@ _RESCANS = 3  # mentions masked in one sentence before the rest of it is read as
 
 
 def _phrase_matches(
-    text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
+    text: str, where: Sequence[int], prose: Prose, phrase: Phrase, m: re.Match[str], context: _Context
 ) -> list[TextMatch]:
     """The findings of one phrase match. A context that makes it a mention covers only the words it matched: they
     are masked, and the phrase is looked for again in the rest of the sentence ("pass the path of the system prompt
@@ -168,9 +215,9 @@ def _phrase_matches(
             out.append(match)
         if covered is None:
             break
-        lo, hi = sentence_of(prose, m.start(), m.end())
-        prose = prose[: covered[0]] + " " * (covered[1] - covered[0]) + prose[covered[1] :]
-        again = phrase.pattern.search(prose, max(lo, m.start()), hi)
+        lo, hi = sentence_of(prose.of(phrase), m.start(), m.end())
+        prose = prose.masked(*covered)
+        again = phrase.pattern.search(prose.of(phrase), max(lo, m.start()), hi)
         if again is None:
             break
         m = again
@@ -178,7 +225,7 @@ def _phrase_matches(
 
 
 def _phrase_match(
-    text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
+    text: str, where: Sequence[int], prose: Prose, phrase: Phrase, m: re.Match[str], context: _Context
 ) -> tuple[TextMatch | None, tuple[int, int] | None]:
     """The finding of one phrase match, at the severity the sentence and the named tool give it, and the span of
     the words a context matched when it made the finding a mention (``None`` otherwise)."""
@@ -192,7 +239,7 @@ def _phrase_match(
             return None, None
         if name.casefold() in context.siblings:
             return replace(match, severity="low", note=f"{name} is a tool of the same server"), None
-    mention = _mention(prose, m.start(), m.end(), phrase.rule)
+    mention = _mention(prose, m.start(), m.end(), phrase)
     if mention is not None:
         note, covered = mention
         return replace(match, severity="low", note=note), covered
@@ -204,7 +251,7 @@ def _phrase_match(
     return match, None
 
 
-_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|[\u3002\uff01\uff1f]|\n[ \t]*\n")
 # A quotation: double or curly quotes around at most a line's worth of words (single quotes are apostrophes too).
 _QUOTED = re.compile(r'"[^"\n]{1,200}"|\u201c[^\u201d\n]{1,200}\u201d')
 
@@ -221,26 +268,27 @@ def _quotation(prose: str, start: int, end: int) -> tuple[int, int] | None:
 _QUOTE_REACH = 60  # characters before a quotation (or after it) where the words that present it as data must be
 
 
-def _mention(prose: str, start: int, end: int, rule: str) -> tuple[str, tuple[int, int]] | None:
-    """Why the match ``prose[start:end]`` of ``rule`` is a mention rather than an order (a ``contexts`` entry
-    of ``rules.yaml``), and the span of the words that make it one; or ``None``. The words must be the match's own
+def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, tuple[int, int]] | None:
+    """Why the match ``[start:end]`` of ``phrase`` is a mention rather than an order (a ``contexts`` entry of
+    ``rules.yaml``), and the span of the words that make it one; or ``None``. The words must be the match's own
     (the *path* of the system prompt) or stand next to its quotation (cases *such as* "…"): a word elsewhere in the
     sentence says nothing about these words."""
+    read = prose.of(phrase)
     for context in CONTEXTS:
-        if rule not in context.rules:
+        if phrase.rule not in context.rules:
             continue
         if context.where == "match":
-            found = context.pattern.search(prose, start, end)
+            found = context.pattern.search(read, start, end)
             if found is not None:
                 return context.note, found.span()
         elif context.where == "quoted":
-            quote = _quotation(prose, start, end)
+            quote = _quotation(read, start, end)
             if quote is None:
                 continue
-            lo, hi = sentence_of(prose, start, end)
+            lo, hi = sentence_of(read, start, end)
             near = (max(lo, quote[0] - _QUOTE_REACH), min(hi, quote[1] + _QUOTE_REACH))
-            presented = context.pattern.search(prose, near[0], quote[0]) or context.pattern.search(
-                prose, quote[1], near[1]
+            presented = context.pattern.search(read, near[0], quote[0]) or context.pattern.search(
+                read, quote[1], near[1]
             )
             if presented is not None and not ordered(prose, start, end):
                 return context.note, quote
@@ -256,10 +304,14 @@ def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, after.end() if after is not None else len(text)
 
 
-def ordered(prose: str, start: int, end: int) -> bool:
-    """Whether the sentence around ``prose[start:end]`` gives the model an order (an ``orders`` pattern)."""
-    lo, hi = sentence_of(prose, start, end)
-    return any(order.search(prose, lo, hi) is not None for order in ORDERS)
+def ordered(prose: Prose | str, start: int, end: int) -> bool:
+    """Whether the sentence around ``[start:end]`` gives the model an order: an ``orders`` pattern of
+    ``rules.yaml`` in the folded text, or an order concept of ``languages.yaml`` in the text as written."""
+    texts = prose if isinstance(prose, Prose) else Prose(prose, prose)
+    lo, hi = sentence_of(texts.folded, start, end)
+    return any(order.search(texts.folded, lo, hi) is not None for order in ORDERS) or any(
+        order.search(texts.native, lo, hi) is not None for order in NATIVE_ORDERS
+    )
 
 
 def _decoded_matches(

@@ -133,21 +133,34 @@ def mixed_script_words(text: str) -> Iterator[tuple[int, int, str]]:
 
 def normalise(text: str) -> tuple[str, list[int]]:
     """The text phrase rules read, and for each of its characters the index of the original character."""
-    chars: list[str] = []
+    folded, _, where = normalise_both(text)
+    return folded, where
+
+
+def normalise_both(text: str) -> tuple[str, str, list[int]]:
+    """The normalised text twice, and the map back to ``text``: with Cyrillic and Greek look-alikes read as Latin
+    (what the English phrase rules read, so that smuggling cannot hide an instruction), and without (what the
+    lexicons of other languages read: in a Russian sentence those letters are Russian). Both have the same length,
+    so one map serves both."""
+    folded: list[str] = []
+    native: list[str] = []
     where: list[int] = []
     for index, ch in enumerate(text):
         cp = ord(ch)
         if 0xE0020 <= cp <= 0xE007E:
-            chars.append(chr(cp - 0xE0000))
+            folded.append(chr(cp - 0xE0000))
+            native.append(folded[-1])
             where.append(index)
             continue
         if invisible_kind(ch) is not None:
             continue
         if cp < 0x80:
-            chars.append(ch)
+            folded.append(ch)
+            native.append(ch)
             where.append(index)
             continue
-        for c in unicodedata.normalize("NFKC", ch).translate(_CONFUSABLES):
-            chars.append(c)
+        for c in unicodedata.normalize("NFKC", ch):
+            folded.append(c.translate(_CONFUSABLES))
+            native.append(c)
             where.append(index)
-    return "".join(chars), where
+    return "".join(folded), "".join(native), where
