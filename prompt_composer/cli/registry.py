@@ -20,6 +20,7 @@ from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
 from ..shared.text import plural
 from . import json_out
 from ._common import add_mode_option, checked_mode, registry_of, warn_over_budget
+from .lint_layers import add_semantic_option, semantic_layer
 from .reports import audit_html
 
 AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
@@ -92,6 +93,7 @@ def register(sub: Any) -> None:
         default=QUARANTINE_SEVERITY,
         help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
     )
+    add_semantic_option(p)
     p.set_defaults(handler=cmd_audit)
 
 
@@ -254,7 +256,7 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
         print("error: --format html is for the token audit; the lint writes table, json, markdown, sarif or github",
               file=sys.stderr)  # fmt: skip
         return 2
-    report = scan_registry(registry_of(args))
+    report = scan_registry(registry_of(args), semantic=semantic_layer(args.semantic))
     if args.format == "json":
         print(report.to_json(args.fail_on))
     elif args.format == "sarif":

@@ -79,15 +79,18 @@ from ..shared.files import read_text
 from ..shared.yamlfile import yaml_files, yaml_layout
 from .fields import Kind, Loc, doc_texts, label, line, pattern_words
 from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
-from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least
+from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least, lexicon_languages
+from .semantic import SemanticLayer
 
 __all__ = [
     "FULL_SIZE_FACTOR",
+    "SemanticLayer",
     "FULL_SIZE_FLOOR",
     "Finding",
     "SecurityReport",
     "TextMatch",
     "full_size_limit",
+    "layers_of",
     "quarantine_rules",
     "review_rules",
     "scan",
@@ -194,6 +197,12 @@ def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) 
     return out
 
 
+def _semantic_matches(semantic: SemanticLayer, text: str, found: Iterable[TextMatch]) -> list[TextMatch]:
+    """The semantic layer's findings in ``text`` that no quarantining finding of the other layers covers already."""
+    held = [(m.start, m.end) for m in found if at_least(m.severity, QUARANTINE_SEVERITY)]
+    return [m for m in semantic.matches(text) if not any(lo < m.end and m.start < hi for lo, hi in held)]
+
+
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
     """The ``oversized`` threshold of a catalog: ``FULL_SIZE_FACTOR`` × its median full length, at least
     ``FULL_SIZE_FLOOR`` characters."""
@@ -209,12 +218,14 @@ def scan(
     source: str | None = None,
     full_limit: int | None = FULL_SIZE_FLOOR,
     siblings: Iterable[str] = (),
+    semantic: SemanticLayer | None = None,
 ) -> list[Finding]:
     """Every finding in ``doc``, in field order.
 
     ``path`` (and ``source``, its text; read from ``path`` when omitted) locate findings at ``path:line``.
     ``full_limit`` is the ``oversized`` threshold for the full text (see :func:`full_size_limit`; ``None`` skips
-    the check). ``siblings`` names the other tools of the doc's server (see :func:`scan_text`).
+    the check). ``siblings`` names the other tools of the doc's server (see :func:`scan_text`). ``semantic`` adds
+    the semantic layer (:mod:`.semantic`): a sentence close in meaning to an attack that no phrase caught.
     """
     file = Path(path) if path is not None else None
     if file is not None and source is None:
@@ -256,8 +267,12 @@ def scan(
             continue
         value = kind in ("value", "secret-value")
         secret = kind == "secret-value"
-        for match in scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own):
+        matches = scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own)
+        for match in matches:
             add(loc, kind, text, match)
+        if semantic is not None:
+            for match in _semantic_matches(semantic, text, matches):
+                add(loc, kind, text, match)
         if loc == ("full",):
             if full_limit is not None and len(text) > full_limit:
                 too_long(loc, kind, text, full_limit)
@@ -302,6 +317,7 @@ class SecurityReport:
     findings: tuple[Finding, ...]
     quarantined: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     full_limit: int = FULL_SIZE_FLOOR
+    layers: tuple[str, ...] = ()  # what read the docs: "phrases", "lexicons (…)", "semantic (encoder)"
 
     def failing(self, threshold: Severity = QUARANTINE_SEVERITY) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if at_least(f.severity, threshold))
@@ -325,6 +341,7 @@ class SecurityReport:
             "tools": self.tools,
             "fail_on": threshold,
             "full_limit": self.full_limit,
+            "layers": list(self.layers),
             "counts": self.counts(),
             "flagged_tools": sorted({f.doc for f in self.failing(threshold)}),
             "quarantined": {name: list(rules) for name, rules in sorted(self.quarantined.items())},
@@ -344,6 +361,8 @@ class SecurityReport:
             lines.append(f"review: {name} ({', '.join(rules)}); not quarantined, a person should read these findings")
         counts = self.counts()
         flagged = len({f.doc for f in self.failing(threshold)})
+        if self.layers:
+            lines.append(f"read by: {'; '.join(self.layers)}")
         lines.append(
             f"{len(self.findings)} finding(s) in {self.tools} tool(s): {counts['high']} high, {counts['medium']} "
             f"medium, {counts['low']} low; {flagged} tool(s) at {threshold} or above; {len(review)} to review"
@@ -361,6 +380,8 @@ class SecurityReport:
             excerpt = f.excerpt.replace("|", "\\|")
             lines.append(f"| {f.location} | {f.severity} | {f.rule} | {f.doc} | {f.field} | `{excerpt}` |")
         lines += ["", self.to_lines(threshold)[-1]]
+        if self.layers:
+            lines += ["", f"Read by: {'; '.join(self.layers)}."]
         return "\n".join(lines)
 
 
@@ -382,14 +403,28 @@ def _doc_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in yaml_files(root)} if root is not None else {}
 
 
-def scan_registry(registry: Registry) -> SecurityReport:
+def layers_of(semantic: SemanticLayer | None) -> tuple[str, ...]:
+    """The layers a scan runs, as a report names them."""
+    out = ("phrases (English)", f"lexicons ({', '.join(lexicon_languages())})")
+    if semantic is None:
+        return (*out, "no semantic layer (the embeddings extra adds one)")
+    return (*out, f"semantic ({semantic.name}, threshold {semantic.threshold:.2f})")
+
+
+def scan_registry(registry: Registry, *, semantic: SemanticLayer | None = None) -> SecurityReport:
     """Scan every tool doc of ``registry``, quarantined ones too; findings carry ``path:line`` when the registry
-    was loaded from a folder (its ``root``)."""
+    was loaded from a folder (its ``root``). ``semantic`` adds the semantic layer (every sentence of the registry
+    is encoded in one batch first)."""
     tools = registry.tools
     limit = full_size_limit(tools.values())
     files = _doc_files(registry.root)
+    if semantic is not None:
+        semantic.prime(text for doc in tools.values() for _, _, text in doc_texts(doc))
     findings: list[Finding] = []
     for name, doc in tools.items():
-        findings += scan(doc, path=files.get(name), full_limit=limit, siblings=sibling_names(doc, tools.values()))
+        siblings = sibling_names(doc, tools.values())
+        findings += scan(doc, path=files.get(name), full_limit=limit, siblings=siblings, semantic=semantic)
     quarantined = {name: doc.quarantine for name, doc in tools.items() if doc.quarantined}
-    return SecurityReport(registry.fingerprint, len(tools), tuple(findings), quarantined, limit)
+    return SecurityReport(
+        registry.fingerprint, len(tools), tuple(findings), quarantined, limit, layers_of(semantic)
+    )

@@ -139,6 +139,7 @@ class _GateEntry(BaseModel):
 class _LanguagesFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    languages: list[str] = Field(min_length=1)
     gate: _GateEntry
     concepts: dict[str, str]
     combinations: list[_CombinationEntry] = Field(default_factory=list)
@@ -271,6 +272,7 @@ class RuleSet:
     concepts: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
     native_orders: tuple[re.Pattern[str], ...] = ()
     gate: Gate = _CLOSED
+    languages: tuple[str, ...] = ()  # the languages the lexicons read (ISO 639-1)
 
 
 # Between two concepts of a combination: any characters of one sentence (a "." inside a path or a number is none
@@ -308,8 +310,8 @@ def _combination(
 
 def load_languages(
     path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
-) -> tuple[Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
-    """The lexicons of ``path``: the gate, each concept compiled (a concept is one regular expression, its
+) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
+    """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular expression, its
     alternatives the words of every language; it may name a fragment of ``rules.yaml``), each combination as a
     phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every problem at its
     line."""
@@ -345,7 +347,7 @@ def load_languages(
             orders.append(concepts[name])
     if problems:
         raise LoadError(problems)
-    return gate, concepts, phrases, orders
+    return tuple(spec.languages), gate, concepts, phrases, orders
 
 
 def load_rule_set(path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FILE) -> RuleSet:
@@ -383,8 +385,10 @@ def load_rule_set(path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FI
         raise LoadError(problems)
     if languages is None:
         return RuleSet(rules, tuple(phrases), tuple(orders), tuple(contexts))
-    gate, concepts, combined, native_orders = load_languages(languages, rules, fragments)
-    return RuleSet(rules, (*phrases, *combined), tuple(orders), tuple(contexts), concepts, tuple(native_orders), gate)
+    codes, gate, concepts, combined, native_orders = load_languages(languages, rules, fragments)
+    return RuleSet(
+        rules, (*phrases, *combined), tuple(orders), tuple(contexts), concepts, tuple(native_orders), gate, codes
+    )
 
 
 def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phrase, ...]]:
@@ -392,6 +396,10 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phras
     rule_set = load_rule_set(path, None)
     return rule_set.rules, rule_set.phrases
 
+
+def lexicon_languages() -> tuple[str, ...]:
+    """The languages the lexicons read, by their ISO 639-1 codes (``languages`` of ``languages.yaml``)."""
+    return _LOADED.languages
 
 _LOADED = load_rule_set()
 RULES, PHRASES, ORDERS, CONTEXTS = _LOADED.rules, _LOADED.phrases, _LOADED.orders, _LOADED.contexts

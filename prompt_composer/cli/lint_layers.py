@@ -1,0 +1,37 @@
+"""The lint's semantic layer on the command line (``audit --security --semantic``): the default multilingual
+embedder handed to :class:`~prompt_composer.safety.semantic.SemanticLayer` (the lint cannot import discovery; the
+command line sits above both)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..discovery.embeddings import INSTALL_HINT, default_embedder
+from ..errors import EmbeddingUnavailable
+from ..safety.semantic import SemanticLayer
+
+SEMANTIC_CHOICES = ("auto", "on", "off")
+
+
+def add_semantic_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--semantic",
+        choices=SEMANTIC_CHOICES,
+        default="auto",
+        help="with --security: also compare each sentence in meaning with known attacks, in 16 languages (needs "
+        f"the embeddings extra: {INSTALL_HINT}); auto (the default) when it is installed, on requires it, off "
+        "runs the phrases and lexicons alone",
+    )
+
+
+def semantic_layer(choice: str) -> SemanticLayer | None:
+    """The semantic layer ``choice`` asks for: none for ``off``; for ``auto``, one when the embedder loads; for
+    ``on``, one or the :class:`~prompt_composer.errors.EmbeddingUnavailable` that says why not."""
+    if choice == "off":
+        return None
+    try:
+        return SemanticLayer(default_embedder())
+    except EmbeddingUnavailable:
+        if choice == "on":
+            raise
+        return None
