@@ -35,8 +35,8 @@ from .text import normalise_both
 
 EXEMPLARS_FILE = Path(__file__).with_name("exemplars.yaml")
 
-THRESHOLD = 0.62  # cosine similarity to the nearest attack exemplar …
-MARGIN = 0.08  # … and how much nearer it must be than the nearest honest exemplar
+THRESHOLD = 0.70  # cosine similarity to the nearest attack exemplar …
+MARGIN = 0.10  # … and how much nearer it must be than the nearest honest exemplar
 
 _MIN_WORDS = 4  # a shorter sentence (a title, a value) says too little to be judged by its meaning alone
 _MIN_CHARS = 8  # … in a script written without spaces
@@ -144,7 +144,10 @@ class SemanticLayer:
 
     def prime(self, texts: Iterable[str]) -> None:
         """Encode, in one batch, every sentence of ``texts`` not scored yet."""
-        fresh = sorted({said for text in texts for _, _, said in sentences(text)} - self._scores.keys(), key=len)
+        self._encode({said for text in texts for _, _, said in sentences(text)})
+
+    def _encode(self, said: set[str]) -> None:
+        fresh = sorted(said - self._scores.keys(), key=len)
         np = self._np
         # Batches of sentences of about one length: an encoder pads a batch to its longest text, so one batch of
         # everything costs about twice as much.
@@ -158,9 +161,12 @@ class SemanticLayer:
                 self._scores[said] = (float(attack[row, best[row]]), int(best[row]), float(honest[row].max()))
 
     def score(self, sentence: str) -> tuple[float, str, float]:
-        """``(similarity to the nearest attack, that exemplar, similarity to the nearest honest sentence)``."""
-        self.prime([sentence])
-        attack, index, honest = self._scores[sentence]
+        """``(similarity to the nearest attack, that exemplar, similarity to the nearest honest sentence)`` of one
+        sentence, read as :func:`sentences` reads it."""
+        found = sentences(sentence)
+        said = found[0][2] if found else " ".join(sentence.split())
+        self._encode({said})
+        attack, index, honest = self._scores[said]
         return attack, self.exemplars.attacks[index][1], honest
 
     def matches(self, text: str) -> list[TextMatch]:
