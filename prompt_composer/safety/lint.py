@@ -84,10 +84,10 @@ from .semantic import SemanticLayer
 
 __all__ = [
     "FULL_SIZE_FACTOR",
-    "SemanticLayer",
     "FULL_SIZE_FLOOR",
     "Finding",
     "SecurityReport",
+    "SemanticLayer",
     "TextMatch",
     "full_size_limit",
     "layers_of",
@@ -161,10 +161,10 @@ _SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, n
 
 
 def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
-    """The phrase findings of an identifier read as words (``_``, ``-``, ``.``, ``/``, ``#``, ``$`` as spaces; same length, so
-    positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that only
-    names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
-    one (``send_the_conversation_here``) keeps its severity."""
+    """The phrase findings of an identifier read as words (``_``, ``-``, ``.``, ``/``, ``#``, ``$`` as spaces; same
+    length, so positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that
+    only names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a
+    longer one (``send_the_conversation_here``) keeps its severity."""
     words = _IDENTIFIER_JOINS.sub(" ", text)
     count = len(words.split())
     if count < 2:
@@ -425,6 +425,4 @@ def scan_registry(registry: Registry, *, semantic: SemanticLayer | None = None) 
         siblings = sibling_names(doc, tools.values())
         findings += scan(doc, path=files.get(name), full_limit=limit, siblings=siblings, semantic=semantic)
     quarantined = {name: doc.quarantine for name, doc in tools.items() if doc.quarantined}
-    return SecurityReport(
-        registry.fingerprint, len(tools), tuple(findings), quarantined, limit, layers_of(semantic)
-    )
+    return SecurityReport(registry.fingerprint, len(tools), tuple(findings), quarantined, limit, layers_of(semantic))

@@ -158,9 +158,7 @@ class Prose:
     def masked(self, start: int, end: int) -> Prose:
         """Both texts with ``[start:end]`` blanked (same length)."""
         blank = " " * (end - start)
-        return Prose(
-            self.folded[:start] + blank + self.folded[end:], self.native[:start] + blank + self.native[end:]
-        )
+        return Prose(self.folded[:start] + blank + self.folded[end:], self.native[:start] + blank + self.native[end:])
 
 
 def _as_prose(normal: str) -> str:

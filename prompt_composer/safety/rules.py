@@ -311,18 +311,22 @@ def _combination(
 def load_languages(
     path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
 ) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
-    """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular expression, its
-    alternatives the words of every language; it may name a fragment of ``rules.yaml``), each combination as a
-    phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every problem at its
-    line."""
+    """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular
+    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml``), each
+    combination as a phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every
+    problem at its line."""
     spec, lines, problems = load_model(path, _LanguagesFile)
     if spec is None:
         raise LoadError(problems)
     gate = _CLOSED
     try:  # case-sensitive: under IGNORECASE a range of accented letters would take in "i" (dotless ı) and "s" (ſ)
-        gate = Gate(re.compile(_joined(spec.gate.foreign)), frozenset(w.lower() for w in spec.gate.english), spec.gate.share)
+        gate = Gate(
+            re.compile(_joined(spec.gate.foreign)), frozenset(w.lower() for w in spec.gate.english), spec.gate.share
+        )
     except re.error as exc:
-        problems.append(Problem(path, line_of(lines, ("gate", "foreign")), f"gate.foreign: not a valid regular expression: {exc}"))
+        problems.append(
+            Problem(path, line_of(lines, ("gate", "foreign")), f"gate.foreign: not a valid regular expression: {exc}")
+        )
     sources: dict[str, str] = {}
     concepts: dict[str, re.Pattern[str]] = {}
     for name, text in spec.concepts.items():
@@ -342,7 +346,9 @@ def load_languages(
     orders: list[re.Pattern[str]] = []
     for index, name in enumerate(spec.orders):
         if name not in concepts:
-            problems.append(Problem(path, line_of(lines, ("orders", index)), f"orders.{index}: unknown concept {name!r}"))
+            problems.append(
+                Problem(path, line_of(lines, ("orders", index)), f"orders.{index}: unknown concept {name!r}")
+            )
         else:
             orders.append(concepts[name])
     if problems:
@@ -400,6 +406,7 @@ def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phras
 def lexicon_languages() -> tuple[str, ...]:
     """The languages the lexicons read, by their ISO 639-1 codes (``languages`` of ``languages.yaml``)."""
     return _LOADED.languages
+
 
 _LOADED = load_rule_set()
 RULES, PHRASES, ORDERS, CONTEXTS = _LOADED.rules, _LOADED.phrases, _LOADED.orders, _LOADED.contexts

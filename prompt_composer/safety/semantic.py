@@ -13,8 +13,9 @@ the SSH config, sends email, asks the user to confirm) keep a doc about secrets 
 attack on its subject alone. Both numbers were chosen on a tuning set (docs/benchmarks.md). The finding is reported
 under the exemplar's rule, at quarantine severity, with the exemplar and the similarity in its note.
 
-Sentences are cut from the normalised text (hidden characters dropped, as written otherwise); each distinct sentence is encoded once per layer (:meth:`SemanticLayer.prime` encodes a whole registry in
-one batch). numpy comes with the encoder: it is imported only when a layer is made.
+Sentences are cut from the normalised text (hidden characters dropped, as written otherwise); each distinct sentence
+is encoded once per layer (:meth:`SemanticLayer.prime` encodes a whole registry in one batch). numpy comes with the
+encoder: it is imported only when a layer is made.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def load_exemplars(path: Path = EXEMPLARS_FILE) -> Exemplars:
 
     unknown = [rule for rule in spec.attacks if rule not in RULES]
     if unknown:
-        raise LoadError([Problem(path, line_of(lines, ("attacks", unknown[0])), f"attacks: unknown rule {unknown[0]!r}")])
+        raise LoadError(
+            [Problem(path, line_of(lines, ("attacks", unknown[0])), f"attacks: unknown rule {unknown[0]!r}")]
+        )
     attacks = tuple((rule, text) for rule, texts in spec.attacks.items() for text in texts)
     if not attacks:
         raise LoadError([Problem(path, line_of(lines, ("attacks",)), "attacks: no exemplar")])
@@ -146,8 +149,8 @@ class SemanticLayer:
         """Encode, in one batch, every sentence of ``texts`` not scored yet."""
         self._encode({said for text in texts for _, _, said in sentences(text)})
 
-    def _encode(self, said: set[str]) -> None:
-        fresh = sorted(said - self._scores.keys(), key=len)
+    def _encode(self, wanted: set[str]) -> None:
+        fresh = sorted(wanted - self._scores.keys(), key=len)
         np = self._np
         # Batches of sentences of about one length: an encoder pads a batch to its longest text, so one batch of
         # everything costs about twice as much.
