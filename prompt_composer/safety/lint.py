@@ -187,6 +187,7 @@ def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) 
     (:func:`~prompt_composer.safety.fields.pattern_words`), located and quoted in the pattern as written. Hidden
     characters count as written."""
     words, where = pattern_words(pattern)
+    words = _IDENTIFIER_JOINS.sub(" ", words)  # ^send_the_history$ spells words too (same length: positions hold)
     out = character_matches(pattern)
     for match in scan_text(words, siblings=siblings, own=own):
         if match.rule in _NAME_RULES or not where:
@@ -268,6 +269,8 @@ def scan(
         value = kind in ("value", "secret-value")
         secret = kind == "secret-value"
         matches = scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own)
+        if value and not any(ch.isspace() for ch in text):  # an enum value in snake_case reads as its words
+            matches += _identifier_matches(text, siblings, own)
         for match in matches:
             add(loc, kind, text, match)
         if semantic is not None:
