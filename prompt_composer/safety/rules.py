@@ -251,11 +251,14 @@ class Gate:
         if self.foreign.search(text) is not None:
             return True
         words = _ASCII_WORD.findall(text)
+        if len(words) < _FEWEST_WORDS:
+            return False  # a name or a value of a word or two: no sentence in any language that uses these letters
         common = sum(1 for word in words if word.lower() in self.english)
-        return common == 0 or common < self.share * len(words)
+        return common < self.share * len(words)
 
 
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
+_FEWEST_WORDS = 3
 _CLOSED = Gate(re.compile(r"(?!)"), frozenset(), 0.5)  # no lexicons: a gate that never opens (see RuleSet.gate)
 
 

@@ -83,9 +83,20 @@ def _is_emoji(ch: str) -> bool:
     return bool(ch) and (unicodedata.category(ch) == "So" or 0x1F000 <= ord(ch) <= 0x1FAFF)
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def plain_ascii(text: str) -> bool:
+    """Whether ``text`` is ASCII without control characters (tab and line breaks aside): nothing in it is hidden or
+    a look-alike, and normalising leaves it as it is (the fast path of most tool text)."""
+    return text.isascii() and _ASCII_CONTROL.search(text) is None
+
+
 def hidden_runs(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, note)`` of each run of hidden characters in ``text``; the note says what they are, and what
     tag characters or variation selectors among them spell."""
+    if plain_ascii(text):
+        return
     index = 0
     while index < len(text):
         kind = invisible_kind(text[index])
@@ -124,6 +135,8 @@ def _is_confusable(ch: str) -> bool:
 def mixed_script_words(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, note)`` of each word mixing Latin letters with Cyrillic or Greek look-alikes; the note shows
     the word with the look-alikes escaped."""
+    if text.isascii():
+        return
     for word in _WORD.finditer(text):
         token = word.group()
         if _LATIN_LETTER.search(token) and any(_is_confusable(c) for c in token):
@@ -142,6 +155,8 @@ def normalise_both(text: str) -> tuple[str, str, list[int]]:
     (what the English phrase rules read, so that smuggling cannot hide an instruction), and without (what the
     lexicons of other languages read: in a Russian sentence those letters are Russian). Both have the same length,
     so one map serves both."""
+    if plain_ascii(text):
+        return text, text, list(range(len(text)))
     folded: list[str] = []
     native: list[str] = []
     where: list[int] = []
