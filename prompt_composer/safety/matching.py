@@ -264,6 +264,7 @@ def _quotation(prose: str, start: int, end: int) -> tuple[int, int] | None:
 
 
 _QUOTE_REACH = 60  # characters before a quotation (or after it) where the words that present it as data must be
+_REPORT_REACH = 200  # characters before a match where the words that report it ("texts that tell the model to") may be
 
 
 def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, tuple[int, int]] | None:
@@ -290,6 +291,10 @@ def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, t
             )
             if presented is not None and not ordered(prose, start, end):
                 return context.note, quote
+        elif context.where == "before":
+            lo, _ = sentence_of(read, start, end)
+            if context.pattern.search(read, max(lo, start - _REPORT_REACH), start) and not ordered(prose, start, end):
+                return context.note, (start, end)
     return None
 
 

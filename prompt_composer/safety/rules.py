@@ -33,9 +33,10 @@ SEVERITY_RANK: Mapping[str, int] = {"low": 1, "medium": 2, "high": 3}
 QUARANTINE_SEVERITY: Severity = "high"  # findings at or above this quarantine an imported doc (and fail an audit)
 REVIEW_SEVERITY: Severity = "medium"  # findings at this severity ask a person to review the doc; no quarantine
 Scope = Literal["any", "example"]
-# Where a context pattern is looked for: in the matched words, or in the sentence around them when the match is
-# inside a quotation (a string quoted as data).
-Where = Literal["match", "quoted"]
+# Where a context pattern is looked for: in the matched words; next to the quotation that holds the match (a string
+# quoted as data); or in the words of its sentence just before it (reported speech: "descriptions that tell the
+# model to …").
+Where = Literal["match", "quoted", "before"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 LANGUAGES_FILE = Path(__file__).with_name("languages.yaml")
