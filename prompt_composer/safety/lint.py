@@ -410,7 +410,7 @@ def layers_of(semantic: SemanticLayer | None) -> tuple[str, ...]:
     """The layers a scan runs, as a report names them."""
     out = ("phrases (English)", f"lexicons ({', '.join(lexicon_languages())})")
     if semantic is None:
-        return (*out, "no semantic layer (the embeddings extra adds one)")
+        return (*out, "no semantic layer")
     return (*out, f"semantic ({semantic.name}, threshold {semantic.threshold:.2f})")
 
 

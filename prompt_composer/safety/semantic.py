@@ -36,7 +36,7 @@ from .text import normalise_both
 
 EXEMPLARS_FILE = Path(__file__).with_name("exemplars.yaml")
 
-THRESHOLD = 0.70  # cosine similarity to the nearest attack exemplar …
+THRESHOLD = 0.72  # cosine similarity to the nearest attack exemplar …
 MARGIN = 0.10  # … and how much nearer it must be than the nearest honest exemplar
 
 _MIN_WORDS = 4  # a shorter sentence (a title, a value) says too little to be judged by its meaning alone
