@@ -249,7 +249,7 @@ def _phrase_match(
     return match, None
 
 
-_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|[\u3002\uff01\uff1f]|\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|[\u3002\uff01\uff1f\u0964]|\n[ \t]*\n")
 # A quotation: double or curly quotes around at most a line's worth of words (single quotes are apostrophes too).
 _QUOTED = re.compile(r'"[^"\n]{1,200}"|\u201c[^\u201d\n]{1,200}\u201d')
 

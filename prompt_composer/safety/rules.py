@@ -281,7 +281,7 @@ class RuleSet:
 
 # Between two concepts of a combination: any characters of one sentence (a "." inside a path or a number is none
 # of its ends), at most ``within`` of them.
-_GAP = r"(?:[^.!?\n\u3002\uff01\uff1f]|\.(?=\S)){{0,{within}}}?"
+_GAP = r"(?:[^.!?\n\u3002\uff01\uff1f\u0964]|\.(?=\S)){{0,{within}}}?"
 
 
 def _combination(

@@ -45,7 +45,7 @@ _MAX_CHARS = 400  # a longer "sentence" (a list run together) is cut: its meanin
 _BATCH = 64  # sentences encoded at once
 _SPACELESS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
 # Where a sentence ends: . ! ? (and their full-width forms) before a space or the end, a line break.
-_STOP = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])|\n+")
+_STOP = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f\u0964])|\n+")
 
 
 class SentenceEncoder(Protocol):
