@@ -2,11 +2,15 @@
 
 A tool's description reaches the model verbatim, so a hostile (or compromised) server can smuggle orders into it:
 read ``~/.ssh/id_rsa`` and pass it in a parameter, call another tool first, keep something from the user, ignore
-earlier instructions. :func:`scan` looks for that in every text of a doc that the model may read (brief, full,
-hint, queries, the origin name, and every description, title and other string of the input schema and every
-string of its enum, default, const, example and examples values, at any depth; property names for hidden
-characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole
-registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
+earlier instructions. :func:`scan` looks for that in every string of a doc that the model may read (brief, full,
+hint, queries, the tool's names, and every string and key of the input schema at any depth: descriptions and
+titles, every branch, enum, default, const and example values, identifiers read as words, a ``pattern`` read as the
+words it spells; past the walk's bounds an ``oversized`` finding; see :mod:`.fields`) and :func:`scan_registry`
+does it for a whole registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
+
+Three layers read each text: the English phrases of ``rules.yaml``, the lexicons of ``languages.yaml`` (22 other
+languages: concepts that make a finding together in one sentence) and, when an encoder is handed in, the semantic
+layer (:mod:`.semantic`). docs/security.md says what each catches and why the lexicons are the base.
 
 Severities are outcomes:
 
@@ -19,7 +23,8 @@ Severities are outcomes:
   ``conceal`` (do not tell the user, act silently, keep it out of the answer), ``override`` (ignore earlier
   instructions, take priority, restrictions do not apply), ``tool-shadowing`` (orders about how *other* tools
   behave), ``tool-chaining`` (call another server's tool first), ``coercion`` (threats, claimed consent),
-  ``model-address`` (a note to "the AI"), ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL
+  ``model-address`` (a note to "the AI"), authority claims that waive the user's say (``coercion``: "I authorize
+you", "pre-approved by the security team"), ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL
   with data placeholders, a request-catcher host or a raw IP, a Markdown image), ``oversized`` (a full text over
   ``FULL_SIZE_FACTOR`` × the catalog's median and ``FULL_SIZE_FLOOR`` characters, or a parameter description or
   enum value far over any sensible length: too long for a person to have read, which is where orders are
@@ -32,7 +37,9 @@ Severities are outcomes:
   (an HTML comment of a word or two), ``tool-chaining``/``tool-shadowing`` that name a tool of the same server
   (its own workflow), and any phrase finding that a ``contexts`` entry of ``rules.yaml`` shows to be a mention
   rather than an order: "the path of the system prompt" names a file, not its text; a string quoted as data
-  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order.
+  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order; reported speech
+  ("flags descriptions that tell the model to …"). A context covers only the words it matched: the rest of the
+  sentence is read again.
 
 The line between quarantine and the rest is whether the text *asks the model to act* (against the user): an
 order about a secret quarantines, a sentence that only names one is reviewed, a quotation or a path is a note.

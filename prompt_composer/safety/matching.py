@@ -11,8 +11,13 @@ Two things decide a phrase finding's severity besides its rule:
   value) keep the rule's severity;
 - a tool the phrase names that is the tool itself is no finding, and one of the same server is ``low``;
 - a ``contexts`` entry of ``rules.yaml`` makes a match a ``low`` note: words in the match that say it names a
-  thing rather than hands it over ("the path of the system prompt"), or a match inside a quotation whose sentence
-  presents it as data ("cases such as \"ignore previous instructions\"") and gives the model no order.
+  thing rather than hands it over ("the path of the system prompt"), a match inside a quotation presented as data
+  by the words next to it ("cases such as \"ignore previous instructions\"") in a sentence that gives no order, or
+  reported speech before it ("descriptions that tell the model to …"). The note covers only those words: they are
+  masked and the phrase is looked for again in the rest of the sentence.
+
+Phrases of ``languages.yaml`` (combinations of concepts, in other languages) read the text without look-alike
+folding (:class:`Prose`), and only texts the lexicons' gate opens for.
 
 A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
 with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
