@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LoadError, UnknownToolError
 from ..shared.text import plural, shown
 from ._common import add_mode_option, checked_mode, composer_of, registry_of, warn_over_budget
+from .lint_layers import add_semantic_option, semantic_layer
 
 if TYPE_CHECKING:
     from ..core.audit import ModeAudit
@@ -91,6 +92,7 @@ def register(sub: Any) -> None:
         default=QUARANTINE_SEVERITY,
         help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
     )
+    add_semantic_option(p)
     p.set_defaults(handler=cmd_audit)
 
 
@@ -296,7 +298,7 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
     from ..safety.ci_formats import to_github, to_sarif_json
     from ..safety.lint import scan_registry
 
-    report = scan_registry(registry_of(args))
+    report = scan_registry(registry_of(args), semantic=semantic_layer(args.semantic))
     if args.format == "json":
         print(report.to_json(args.fail_on))
     elif args.format == "sarif":
