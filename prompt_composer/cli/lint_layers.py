@@ -22,9 +22,8 @@ def add_semantic_option(parser: argparse.ArgumentParser) -> None:
         choices=SEMANTIC_CHOICES,
         default="auto",
         help="with --security: also compare each sentence in meaning with known attacks, in 16 languages (needs "
-        "the embeddings extra: pip install 'prompt-composer-tooldocs[embeddings]'); auto (the default) when the "
-        "extra is installed, on requires it, off runs the phrases and lexicons alone (about ten times faster on a "
-        "large catalog)",
+        "the embeddings extra); auto (the default) when the extra is installed, on requires it, off runs the "
+        "phrases and lexicons alone (about ten times faster on a large catalog)",
     )
 
 
