@@ -7,11 +7,11 @@ Keys are only ever added: a script may rely on every key here (``tests/cli/test_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.registry import Registry
-from ..errors import LoadError
+from ..errors import LoadError, Problem
 from ..importers import ImportPlan, RooModesPlan
 from ..importers.folder import STATE_FILE
 
@@ -20,15 +20,17 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def validate_ok(registry: Registry) -> dict[str, Any]:
+def validate_ok(registry: Registry, warnings: Sequence[Problem] = ()) -> dict[str, Any]:
     return {
         "command": "validate",
         "ok": True,
         "tools": len(registry.tools),
         "modes": len(registry.modes),
+        "servers": len(registry.servers),
         "quarantined": sorted(name for name, doc in registry.tools.items() if doc.quarantined),
         "fingerprint": registry.fingerprint,
         "problems": [],
+        "warnings": [{"path": str(w.path), "line": w.line, "message": w.message} for w in warnings],
     }
 
 

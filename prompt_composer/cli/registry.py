@@ -9,6 +9,7 @@ from typing import Any
 
 from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_native_tools, tools_for
 from ..core.audit import ModeAudit, run_audit
+from ..core.cards import unused_cards
 from ..core.composer import Composer
 from ..core.fetch import handle_fetch
 from ..core.mentions import mention_problems
@@ -109,9 +110,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         print(json_out.dumps(json_out.validate_failed(exc)))  # the problems as data too, for a CI step
         return 2
+    warnings = unused_cards(registry)  # loads, but says nothing the registry uses
     if args.format == "json":
-        print(json_out.dumps(json_out.validate_ok(registry)))
+        print(json_out.dumps(json_out.validate_ok(registry, warnings)))
         return 0
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
     held = sum(1 for doc in registry.tools.values() if doc.quarantined)
     if held:

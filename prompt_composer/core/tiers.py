@@ -75,13 +75,13 @@ class Tiers:
         return self.stubs and name in self._unlisted
 
 
-def summary(doc: ToolDoc) -> str:
-    """The brief's first sentence, cut to :data:`SUMMARY_WORDS` words (with "…" when cut)."""
+def summary(doc: ToolDoc, words: int = SUMMARY_WORDS) -> str:
+    """The brief's first sentence, cut to ``words`` words (with "…" when cut)."""
     first = _SENTENCE_END.split(doc.brief.strip(), maxsplit=1)[0].strip()
-    words = first.split()
-    if len(words) <= SUMMARY_WORDS:
+    parts = first.split()
+    if len(parts) <= words:
         return first
-    return " ".join(words[:SUMMARY_WORDS]).rstrip(",;:") + "…"
+    return " ".join(parts[:words]).rstrip(",;:") + "…"
 
 
 def catalog_group(doc: ToolDoc) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from ..core.cards import ServerCard, card_of
 from ..core.docs import GroupDoc, ToolDoc
 from .lexical import LexicalIndex
 
@@ -31,8 +32,14 @@ def server_of(doc: ToolDoc) -> str:
     return doc.origin.server if doc.origin is not None else doc.group
 
 
-def server_description(doc: ToolDoc, groups: Mapping[str, GroupDoc]) -> str:
-    """What is known of a tool's server: a YAML doc's group description (an import's group says only "MCP")."""
+def server_description(
+    doc: ToolDoc, groups: Mapping[str, GroupDoc], cards: Mapping[str, ServerCard] | None = None
+) -> str:
+    """What is known of a tool's server: its card's text (an imported tool), a YAML doc's group description (an
+    import's group says only "MCP")."""
+    card = card_of(doc, cards or {})
+    if card is not None:
+        return card.search_text
     group = groups.get(doc.group)
     return group.description if doc.origin is None and group is not None else ""
 
@@ -40,7 +47,12 @@ def server_description(doc: ToolDoc, groups: Mapping[str, GroupDoc]) -> str:
 class ServerIndex:
     """BM25F over the servers of one set of tools; immutable after build."""
 
-    def __init__(self, docs: Iterable[ToolDoc], groups: Mapping[str, GroupDoc]) -> None:
+    def __init__(
+        self,
+        docs: Iterable[ToolDoc],
+        groups: Mapping[str, GroupDoc],
+        cards: Mapping[str, ServerCard] | None = None,
+    ) -> None:
         names: dict[str, list[str]] = {}
         description: dict[str, str] = {}
         self.server: dict[str, str] = {}
@@ -48,7 +60,7 @@ class ServerIndex:
             key = server_of(doc)
             self.server[doc.name] = key
             names.setdefault(key, []).append(f"{doc.name} {doc.brief}")
-            description.setdefault(key, server_description(doc, groups))
+            description.setdefault(key, server_description(doc, groups, cards))
         self.size = len(names)
         self.index = LexicalIndex(
             (
@@ -82,3 +94,43 @@ def lift_by_server(
         share = shares.get(server(name), 0.0)
         if share > 0 and score > 0:
             scores[name] = score * (1.0 + weight * share)
+
+
+class CardIndex:
+    """BM25 over the server cards of one set of tools (each card's label and description, a document of its own),
+    for the share of a request each tool's server card matches; immutable after build."""
+
+    def __init__(self, docs: Iterable[ToolDoc], cards: Mapping[str, ServerCard]) -> None:
+        self.server: dict[str, str] = {}
+        used: dict[str, ServerCard] = {}
+        for doc in docs:
+            card = card_of(doc, cards)
+            if card is not None:
+                self.server[doc.name] = card.name
+                used[card.name] = card
+        self.index = LexicalIndex(
+            ((name, {"label": card.label, "description": card.search_text}) for name, card in sorted(used.items())),
+            weights={"label": (1.0, 0.3), "description": (1.0, 0.75)},
+            weak_fields=(),
+        )
+
+    def shares(self, terms: Counter[str]) -> dict[str, float]:
+        """Server → its card's score as a share of the best card's (0..1); empty when no card matches."""
+        ranked = self.index.rank(terms, lambda _name: True)
+        if not ranked or ranked[0][1] <= 0:
+            return {}
+        top = ranked[0][1]
+        return {name: score / top for name, score in ranked}
+
+
+def add_card_shares(
+    scores: dict[str, float], shares: Mapping[str, float], server: Mapping[str, str], weight: float
+) -> None:
+    """Add ``weight`` × its server card's share to the score of every tool whose card the request matches, on top
+    of the tool's own score: the card moves a server's tools together and never reorders them among themselves."""
+    if not shares or weight <= 0:
+        return
+    for name, key in server.items():
+        share = shares.get(key, 0.0)
+        if share > 0:
+            scores[name] = scores.get(name, 0.0) + weight * share

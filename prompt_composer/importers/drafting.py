@@ -119,7 +119,14 @@ def _with_renamed_mentions(tool: UpstreamTool, mentions: _Mentions) -> UpstreamT
 
 
 def _doc(
-    upstream: UpstreamTool, tool: UpstreamTool, name: str, group: str, *, server: str, siblings: list[str]
+    upstream: UpstreamTool,
+    tool: UpstreamTool,
+    name: str,
+    group: str,
+    *,
+    server: str,
+    siblings: list[str],
+    server_tools: Sequence[UpstreamTool] = (),
 ) -> ToolDoc:
     """The drafted doc of ``upstream`` (``tool`` is it with renamed mentions); a doc that does not validate is
     an :class:`ImporterError` naming the tool, one problem after another."""
@@ -127,7 +134,7 @@ def _doc(
         return ToolDoc(
             name=name,
             group=group,
-            brief=draft_brief(tool, server=server, siblings=siblings),
+            brief=draft_brief(tool, server=server, siblings=siblings, server_tools=server_tools),
             full=render_full(tool, name),
             input_schema=upstream.input_schema,
             brief_source="drafted",
@@ -174,7 +181,8 @@ def draft_docs(
         placement = place(upstream, group=group, write_group=write_group)
         tool = _with_renamed_mentions(upstream, mentions)
         siblings = index.among(text_words([tool.description]), owner=upstream.name)
-        out.append((_doc(upstream, tool, name, placement.group, server=server, siblings=siblings), placement))
+        doc = _doc(upstream, tool, name, placement.group, server=server, siblings=siblings, server_tools=tools)
+        out.append((doc, placement))
     return out
 
 
