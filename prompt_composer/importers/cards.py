@@ -51,6 +51,8 @@ from .yaml_out import dump_yaml
 
 _KEY_ORDER = ("name", "title", "source", "reference", "description", "instructions")
 _DRAFT_NOUNS = 6  # the things a drafted card names: enough to tell servers apart, short enough to read
+# Name words that qualify rather than name a thing a server acts on ("list_multiple_files", "API-get-…").
+_NOT_OBJECTS = frozenset(["api", "sub", "multiple", "all", "new", "current", "async", "with", "from", "get", "mcp"])
 
 
 # --- fitting upstream text --------------------------------------------------------------------------------------
@@ -192,8 +194,11 @@ def drafted_card(server: str, tools: Sequence[UpstreamTool]) -> ServerCard:
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
     for tool in tools:
-        words = {w for w in name_words(tool.name) if len(w) > 2 and base_verb(w) is None and w != server.lower()}
+        # In name order (a set's order differs between processes, and the card must not).
+        words = dict.fromkeys(w for w in name_words(tool.name) if len(w) > 2 and base_verb(w) is None)
         for word in words:
+            if word in _NOT_OBJECTS or word == server.lower():
+                continue
             counts[word] += 1
             first_seen.setdefault(word, len(first_seen))
     nouns = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))[:_DRAFT_NOUNS]
