@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.registry import Registry
 from ..errors import LoadError, Problem
 from ..importers import ImportPlan, RooModesPlan
 from ..importers.folder import STATE_FILE
+
+if TYPE_CHECKING:
+    from ..importers.servers_file import ServersPlan
 
 
 def dumps(document: dict[str, Any]) -> str:
@@ -102,6 +105,36 @@ def tool_import(kind: str, plan: ImportPlan, *, dry_run: bool) -> dict[str, Any]
             for change in plan.changes
         ],
         "vanished": list(plan.vanished),
+        "card": _card(plan),
+        "files": _written(plan.files),
+        "report": plan.report(dry_run=dry_run),
+    }
+
+
+def _card(plan: ImportPlan) -> dict[str, Any] | None:
+    """What an import did to its server's card (``None``: the import carried none)."""
+    if plan.card is None:
+        return None
+    card = plan.card.card
+    return {
+        "path": plan.card.path,
+        "action": plan.card.action,
+        "source": card.source,
+        "title": card.title,
+        "description": card.description,
+        "instructions": bool(card.instructions),
+        "notes": list(plan.card.notes),
+    }
+
+
+def servers_import(plan: ServersPlan, *, dry_run: bool) -> dict[str, Any]:
+    """``import mcp --servers FILE``: each server's import (as ``import mcp`` reports one), and the files written."""
+    return {
+        "command": "import mcp",
+        "dry_run": dry_run,
+        "out": str(plan.out),
+        "servers_file": str(plan.source),
+        "servers": [{"name": name, **tool_import("mcp", one, dry_run=dry_run)} for name, _spec, one in plan.plans],
         "files": _written(plan.files),
         "report": plan.report(dry_run=dry_run),
     }
