@@ -88,10 +88,11 @@ class ServerCard(BaseModel):
 
     @property
     def label(self) -> str:
-        """How the server is named to a model: ``Title (name)``, or the name alone when there is no other title."""
-        if self.title and self.title.casefold() != self.name.casefold():
-            return f"{self.title} ({self.name})"
-        return self.name
+        """How the server is named to a model: ``Title (name)``, the title alone when it only differs from the name
+        in case, or the name alone."""
+        if not self.title:
+            return self.name
+        return self.title if self.title.casefold() == self.name.casefold() else f"{self.title} ({self.name})"
 
     @property
     def search_text(self) -> str:
@@ -106,8 +107,8 @@ class ServerCard(BaseModel):
         return first if len(parts) <= words else " ".join(parts[:words]).rstrip(",;:") + "…"
 
     def heading(self) -> str:
-        """A catalog group's or a namespace's heading: ``label — first sentence``."""
-        return f"{self.label} — {self.one_line()}"
+        """A catalog group's heading: ``label — first sentence`` (without its full stop: a colon follows)."""
+        return f"{self.label} — {self.one_line().rstrip('.')}"
 
 
 def load_card_file(path: Path) -> tuple[ServerCard | None, LineMap, list[Problem]]:

@@ -63,7 +63,7 @@ def build_server(gateway: Gateway) -> tuple[Any, Any]:
     server = _Server(
         "prompt-composer",
         version=VERSION,
-        instructions=instructions(gateway.mode),
+        instructions=instructions(gateway.mode, gateway.registry),
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
