@@ -84,11 +84,11 @@ def fit_description(text: str) -> str:
 def fit_instructions(text: str) -> tuple[str, bool]:
     """Upstream instructions as a card's, and whether they were left out because the lint flags them (they are
     passed on to every model the gateway serves, so they are held to the quarantine rule of a tool's text)."""
-    cleaned = clean_prose(text).strip()
-    if not cleaned:
+    if not text.strip():
         return "", False
-    if _flagged(cleaned):
+    if _flagged(text):  # as sent, hidden blocks and all: a server that hides orders in them gets none passed on
         return "", True
+    cleaned = clean_prose(text).strip()
     if len(cleaned) > INSTRUCTIONS_MAX_CHARS:
         cleaned = cleaned[: INSTRUCTIONS_MAX_CHARS - 1].rstrip() + "…"
     return cleaned, False
@@ -240,19 +240,15 @@ class CardChange:
     notes: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        why = {
-            "add": f"({self.card.source}: {_origin(self.card)})",
-            "update": f"({self.card.source}: {_origin(self.card)})",
-            "unchanged": "",
-            "kept": "(a person's card: edited or marked source: human; re-imports keep it)",
-        }[self.action]
-        verb = "card" if self.action in ("add", "update") else self.action
-        line = f"{verb:<9} {self.path}  {why}".rstrip()
-        if self.card.source == "drafted" and self.action != "kept":
-            line += (
-                "; drafted from the tools' names: say what the server is for in its description, then set source: human"
-            )
-        return line
+        if self.action == "kept":
+            return f"kept      {self.path}  (a person's card: edited or marked source: human; re-imports keep it)"
+        if self.action == "unchanged":
+            return f"unchanged {self.path}"
+        if self.card.source == "drafted":
+            why = "drafted from the tools' names: say what the server is for in its description, then set source: human"
+        else:
+            why = f"{self.card.source}: {_origin(self.card)}"
+        return f"card      {self.path}  ({why})"
 
 
 def _origin(card: ServerCard) -> str:
@@ -260,8 +256,12 @@ def _origin(card: ServerCard) -> str:
         return "drafted from the tools' names"
     if card.source == "human":
         return "given with --server-description"
-    parts = [p for p, present in (("title", card.title), ("description", True), ("instructions", card.instructions))]
-    return (card.reference or "from the server") + f" ({', '.join(p for p in parts if p)})"
+    parts = [
+        p
+        for p, present in (("title", card.title), ("description", True), ("instructions", card.instructions))
+        if present
+    ]
+    return (card.reference or "from the server") + f" ({', '.join(parts)})"
 
 
 def merge_card(

@@ -133,9 +133,9 @@ def _call_tool(composer: Composer, mode: Mode, tiers: Tiers | None) -> dict[str,
     return {**definition, "description": "\n".join(lines)}
 
 
-# The upstream servers' instructions the gateway passes on, all together: a few servers' worth. Each card holds at
+# The upstream servers' instructions the gateway passes on, all together: two servers' worth. Each card holds at
 # most INSTRUCTIONS_MAX_CHARS of its own; past this, the rest is cut (what is cut is said).
-UPSTREAM_INSTRUCTIONS_MAX_CHARS = 6000
+UPSTREAM_INSTRUCTIONS_MAX_CHARS = 4096
 
 
 def instructions(mode: Mode, registry: Registry | None = None) -> str:

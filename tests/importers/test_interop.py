@@ -269,7 +269,7 @@ def test_reimport_keeps_human_edits_updates_the_rest_adds_new_and_reports_vanish
     assert "update    beta  (svc: beta): updated brief, full" in stdout
     assert "add       gamma  (svc: gamma)" in stdout
     assert "vanished  gone  (svc: gone) is no longer listed upstream; doc kept" in stdout
-    assert "card      servers/svc.yaml  (drafted: drafted from the tools' names)" in stdout  # gamma is new
+    assert "card      servers/svc.yaml  (drafted from the tools' names: say what the server is for" in stdout  # gamma
     assert "dry run: would write 4 file(s)" in stdout
 
     assert run_cli(capsys, "import", "json", str(source), "--out", str(out))[0] == 0
