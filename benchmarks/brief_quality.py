@@ -33,8 +33,11 @@ from prompt_composer.importers.tool_list import UpstreamTool
 __all__ = ["BriefFigures", "corpus_servers", "draft_all", "repeats", "sentences_of"]
 
 _FILLER = frozenset(
-    "use it this tool when whenever you your need needs want wants to the a an of in on for and or from with by at "
-    "as be is are can will that which any all its into about via".split()
+    re.findall(
+        r"\w+",
+        "use it this tool when whenever you your need needs want wants to the a an of in on for and or from with by "
+        "at as be is are can will that which any all its into about via",
+    )
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 

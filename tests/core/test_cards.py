@@ -120,7 +120,7 @@ def test_audit_reports_a_server_without_a_card_as_a_retrieval_risk(
     (risk,) = report.retrieval_risks
     assert risk.startswith("retrieval risk: server 'memory' (2 tool(s): create_entities, search_nodes) has no card")
     assert risk in report.warnings and "servers/memory.yaml" in risk
-    code, out, err = run_cli(capsys, "--docs", str(docs), "audit", "--format", "json")
+    code, out, _ = run_cli(capsys, "--docs", str(docs), "audit", "--format", "json")
     assert code == 0 and json.loads(out)["retrieval_risks"] == [risk]
     write_card(docs, MEMORY.model_copy(update={"source": "drafted"}))
     report = run_audit(Composer(load_registry(docs)))

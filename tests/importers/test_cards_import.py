@@ -119,9 +119,7 @@ def test_a_registry_server_json_makes_the_card(out: Path, tmp_path: Path, capsys
         "repository": {"url": "https://github.com/modelcontextprotocol/servers", "source": "github"},
     }
     server_json = write_json(tmp_path / "server.json", {"server": entry, "_meta": {}})  # as the registry API has it
-    code, stdout, err = run_cli(
-        capsys, "import", "json", str(source), "--out", str(out), "--server-card", str(server_json)
-    )
+    code, _, err = run_cli(capsys, "import", "json", str(source), "--out", str(out), "--server-card", str(server_json))
     assert (code, err) == (0, "")
     assert card(out, "git") == {
         "name": "git",
