@@ -99,4 +99,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"[{TABLE}]")
     print(f"docs = {json.dumps(target.as_posix())}")
     print(f'{KEYS["mode"]} = "{STARTER_MODE}"')
+    # The servers a user already runs, each with its card (what it is for), in one import.
+    print(
+        f"# then import the MCP servers of your client's config (.mcp.json, .cursor/mcp.json, .vscode/mcp.json), each "
+        f"with its card (servers/<server>.yaml, what it is for):\n#   prompt-composer import mcp --out {target} "
+        "--servers .mcp.json --prefix '{server}_'",
+        file=sys.stderr,
+    )
     return 0
