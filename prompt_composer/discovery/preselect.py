@@ -71,7 +71,8 @@ def preselect(
     if not query:
         return Preselection("", (), (), 0.0)
     permanent = set(mode.permanent)
-    result, ranking = search.search_ranked(query, mode, limit=config.k + len(permanent))
+    depth = config.k + len(permanent) + config.shortlist  # enough for the shortlist past the loaded and permanent
+    result, ranking = search.search_ranked(query, mode, limit=config.k + len(permanent), depth=depth)
     if permanent and result.strategy != "keyword" and _keyword_top(search, mode, query) in permanent:
         return Preselection(query, (), (), result.confidence)
     ranked = list(result.hits)

@@ -100,6 +100,7 @@ class _Scored:
     scores: dict[str, float]
     similarity: dict[str, float]
     evidence: dict[str, float]
+    terms: Counter[str]  # the text's lexical terms
 
 
 class ToolSearch:
@@ -285,7 +286,7 @@ class ToolSearch:
             self._add_learned_lexical(terms, allows, scores, evidence)
         if used != "keyword":
             self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
-        return _Scored(scores, similarity, evidence)
+        return _Scored(scores, similarity, evidence, terms)
 
     def _add_lexical(
         self,
@@ -387,13 +388,20 @@ class ToolSearch:
         return [name for name, _score, _sim in ranked], result
 
     def search_ranked(
-        self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None
+        self,
+        query: str,
+        mode: Mode,
+        *,
+        limit: int = 5,
+        strategy: SearchStrategy | None = None,
+        depth: int | None = None,
     ) -> tuple[SearchResult, list[str]]:
-        """:meth:`search`, and the full ranking of the mode's tools it was cut from (names, best first; empty only
-        when nothing matched at all), from one search."""
+        """:meth:`search`, and the ranking of the mode's tools it was cut from (names, best first; the best
+        ``depth`` of them, all by default), from one search."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        result, ranked = self._search(query, mode, strategy, limit=limit)
+        keep = None if depth is None else max(limit, depth)
+        result, ranked = self._search(query, mode, strategy, limit=limit, keep=keep)
         return result, [name for name, _score, _sim in ranked]
 
     def search(self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None) -> SearchResult:
@@ -413,21 +421,32 @@ class ToolSearch:
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def _search(
-        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False
+        self,
+        query: str,
+        mode: Mode,
+        strategy: SearchStrategy | None,
+        *,
+        limit: int | None,
+        strict: bool = False,
+        keep: int | None = -1,
     ) -> tuple[SearchResult, _Ranked]:
-        """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise)."""
+        """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise).
+
+        ``keep``: how much of the ranking to order and return (``None``: all; by default ``limit``, all without
+        one): ordering only the best few of hundreds of scored tools is most of a keyword search's time."""
+        keep = (limit if limit is not None else None) if keep == -1 else keep
         try:
-            return self._search_once(query, mode, strategy, limit=limit)
+            return self._search_once(query, mode, strategy, limit=limit, keep=keep)
         except Exception as exc:
             if strict or strategy == "keyword":
                 raise
             warning = f"semantic search failed ({type(exc).__name__}: {exc}); using keyword search"
             log.warning(warning)
-            result, ranked = self._search_once(query, mode, "keyword", limit=limit)
+            result, ranked = self._search_once(query, mode, "keyword", limit=limit, keep=keep)
             return replace(result, warnings=(*result.warnings, warning)), ranked
 
     def _search_once(
-        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None
+        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, keep: int | None
     ) -> tuple[SearchResult, _Ranked]:
         allows = mode.allows
         warnings: list[str] = []
@@ -444,20 +463,20 @@ class ToolSearch:
         lexical = self.lexical_for(mode)
         texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in (query, *needs)]
         scores, similarity = _merge_needs(texts[0], texts[1:])
-        if self.card_weight > 0:
+        terms = texts[0].terms
+        if self.card_weight > 0 and terms:
             cards = self.cards_for(mode)
             scale = 1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT
-            add_card_shares(scores, cards.shares(lexical.query_terms(query)), cards.server, self.card_weight * scale)
+            add_card_shares(scores, cards.shares(terms), cards.tools, self.card_weight * scale)
         if self.server_weight > 0:
             servers = self.servers_for(mode)
-            shares = servers.shares(lexical.query_terms(query))
+            shares = servers.shares(terms)
             lift_by_server(scores, shares, servers.server.__getitem__, self.server_weight)
         self._lend_co_use(scores, allows)
         confidence = round(max(self.confidence(s.evidence, used) for s in texts), 4)
-        ranked = [
-            (name, score, similarity.get(name, 0.0))
-            for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        ]
+        order: Callable[[tuple[str, float]], tuple[float, str]] = lambda item: (-item[1], item[0])  # noqa: E731
+        best = sorted(scores.items(), key=order) if keep is None else heapq.nsmallest(keep, scores.items(), key=order)
+        ranked = [(name, score, similarity.get(name, 0.0)) for name, score in best]
         weak = not ranked or confidence < MISS_CONFIDENCE
         if weak and limit is not None:
             miss = self._explain_miss(query, mode, [n for n, _s, _m in ranked[:limit]])
@@ -465,7 +484,7 @@ class ToolSearch:
             return result, ranked
         # "Matches" are the tools that score near the best one; the long tail of one-common-word matches (or,
         # for embeddings, of every tool) is noise, neither shown nor counted. ``limit=None`` keeps everything.
-        total = _relevant_count(ranked, [s.similarity for s in texts], keyword=used == "keyword")
+        total = _relevant_count(scores, [s.similarity for s in texts], keyword=used == "keyword")
         shown = ranked if limit is None else ranked[: min(limit, total)]
         tools = self.registry.tools
         hits = tuple(
@@ -582,16 +601,16 @@ def _merge_needs(whole: _Scored, parts: Sequence[_Scored]) -> tuple[dict[str, fl
     return scores, similarity
 
 
-def _relevant_count(ranked: _Ranked, texts: Sequence[Mapping[str, float]], *, keyword: bool) -> int:
+def _relevant_count(scores: Mapping[str, float], texts: Sequence[Mapping[str, float]], *, keyword: bool) -> int:
     """How many of a ranking count as matches. Keyword: scores of at least ``KEYWORD_RELATIVE`` times the top
     score. Semantic and hybrid: tools whose similarity to some text of the request (the whole request or one of
     its needs: ``texts`` holds their similarities) is within ``SEMANTIC_BAND`` of that text's best (and at least
     ``RELEVANT_SIMILARITY``); each need has its own best, so one strong need does not hide the others' tools."""
-    if not ranked:
+    if not scores:
         return 0
     if keyword:
-        floor = ranked[0][1] * KEYWORD_RELATIVE
-        return sum(1 for _n, score, _sim in ranked if score >= floor)
+        floor = max(scores.values()) * KEYWORD_RELATIVE
+        return sum(1 for score in scores.values() if score >= floor)
     relevant: set[str] = set()
     for sims in texts:
         if sims:

@@ -101,12 +101,12 @@ class CardIndex:
     for the share of a request each tool's server card matches; immutable after build."""
 
     def __init__(self, docs: Iterable[ToolDoc], cards: Mapping[str, ServerCard]) -> None:
-        self.server: dict[str, str] = {}
+        self.tools: dict[str, list[str]] = {}  # server -> its tools in the set
         used: dict[str, ServerCard] = {}
         for doc in docs:
             card = card_of(doc, cards)
             if card is not None:
-                self.server[doc.name] = card.name
+                self.tools.setdefault(card.name, []).append(doc.name)
                 used[card.name] = card
         self.index = LexicalIndex(
             ((name, {"label": card.label, "description": card.search_text}) for name, card in sorted(used.items())),
@@ -116,21 +116,23 @@ class CardIndex:
 
     def shares(self, terms: Counter[str]) -> dict[str, float]:
         """Server → its card's score as a share of the best card's (0..1); empty when no card matches."""
-        ranked = self.index.rank(terms, lambda _name: True)
-        if not ranked or ranked[0][1] <= 0:
+        scores = self.index.scores(terms)  # every search asks: no ranking needed, only the best score
+        top = max(scores.values(), default=0.0)
+        if top <= 0:
             return {}
-        top = ranked[0][1]
-        return {name: score / top for name, score in ranked}
+        names = self.index.names
+        return {names[i]: score / top for i, score in scores.items()}
 
 
 def add_card_shares(
-    scores: dict[str, float], shares: Mapping[str, float], server: Mapping[str, str], weight: float
+    scores: dict[str, float], shares: Mapping[str, float], tools: Mapping[str, Iterable[str]], weight: float
 ) -> None:
     """Add ``weight`` × its server card's share to the score of every tool whose card the request matches, on top
-    of the tool's own score: the card moves a server's tools together and never reorders them among themselves."""
-    if not shares or weight <= 0:
+    of the tool's own score (``tools``: each server's tools): the card moves a server's tools together and never
+    reorders them among themselves."""
+    if weight <= 0:
         return
-    for name, key in server.items():
-        share = shares.get(key, 0.0)
+    for server, share in shares.items():
         if share > 0:
-            scores[name] = scores.get(name, 0.0) + weight * share
+            for name in tools.get(server, ()):
+                scores[name] = scores.get(name, 0.0) + weight * share
