@@ -97,3 +97,16 @@ def test_hybrid_search_reads_the_card_too() -> None:
 
     assert best_memory_rank(carded) < best_memory_rank(plain)
     assert best_memory_rank(carded) <= 3
+
+
+def test_a_drafted_card_is_not_read_it_only_repeats_the_tool_names() -> None:
+    drafted = [card.model_copy(update={"source": "drafted"}) for card in CARDS]
+    docs = reference_docs(("memory", "git", "time", "fetch"))
+    registry = Registry.from_docs(docs, [make_mode("all", groups=["mcp"], permanent=[])], servers=drafted)
+    search = ToolSearch(registry, embedder=False)
+    plain = ToolSearch(
+        registry_without := Registry.from_docs(docs, [make_mode("all", groups=["mcp"], permanent=[])]), embedder=False
+    )
+    request = "Remember that the staging database listens on port 5433."
+    assert search.card_weight == 0.0 and search.cards == {}
+    assert search.rank(request, registry.mode("all"))[0] == plain.rank(request, registry_without.mode("all"))[0]
