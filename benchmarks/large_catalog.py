@@ -252,9 +252,11 @@ def _large_mode(registry: Registry, budget_tokens: int) -> ModeConfig:
 def _write_mode(docs: Path) -> None:
     """Write ``modes/large.yaml`` with the budget its audit needs: the worst case rounded up to 500."""
     registry = load_registry(docs)
+    # The folder's other modes too: the composed prompt names them, so they count in the large mode's worst case.
+    others = [mode.config for mode in registry.modes.values() if mode.slug != LARGE_MODE]
     trial = Registry.from_docs(
         registry.tools.values(),
-        [_large_mode(registry, 10_000_000)],
+        [*others, _large_mode(registry, 10_000_000)],
         root=docs,
         groups=registry.groups.values(),
         servers=registry.servers.values(),

@@ -65,14 +65,16 @@ def preselect(
     When the search fuses keywords with embeddings, the keyword ranking is asked too: if its best tool is a
     permanent one, the request names what a permanent tool does ("where is parse_config called?" and
     ``search_files``), and nothing is loaded. An embedding ranks by topic and can put neighbours first (browser
-    config tools for "parse_config"), which a small model then calls instead of the tool it has in full."""
+    config tools for "parse_config"), which a small model then calls instead of the tool it has in full.
+
+    The shortlist (``config.shortlist``) is the best tools of the same ranking after the loaded ones, permanent
+    ones left out; none when nothing is loaded because the keywords rank a permanent tool first."""
     lead_share = LEAD_SHARE if lead_share is None else lead_share
     query = " ".join(text.split())
     if not query:
         return Preselection("", (), (), 0.0)
     permanent = set(mode.permanent)
-    depth = config.k + len(permanent) + config.shortlist  # enough for the shortlist past the loaded and permanent
-    result, ranking = search.search_ranked(query, mode, limit=config.k + len(permanent), depth=depth)
+    result, ranking = search.search_ranked(query, mode, limit=config.k + len(permanent))
     if permanent and result.strategy != "keyword" and _keyword_top(search, mode, query) in permanent:
         return Preselection(query, (), (), result.confidence)
     ranked = list(result.hits)

@@ -46,9 +46,10 @@ log = logging.getLogger(__name__)
 # The field a tool's document gains at load (:mod:`.expand`: its name as a phrase, its request verbs): its BM25F
 # weight. Tuned on the tuning half of the large tasks (docs/benchmarks.md, "Retrieval on the large catalog").
 EXPANDED_WEIGHT = 1.0
-# A tool's server card (:mod:`prompt_composer.core.cards`: what its server is for): the BM25F weight of the field
-# it gives each of the server's tools, and its share of each tool's vector (see :class:`~.semantic.ToolVectors`).
-# Chosen on the tuning half of the large tasks (docs/benchmarks.md, "Server cards and the shortlist").
+# A tool's server card (:mod:`prompt_composer.core.cards`: what its server is for) adds to the tool's score its BM25
+# share of the best card (times this, on the lexical part's scale) and its z-scored cosine (times this, on the
+# semantic part's). Chosen on the tuning half of the large tasks (docs/benchmarks.md, "Server cards and the
+# shortlist").
 CARD_WEIGHT = 1.0
 CARD_SEMANTIC_WEIGHT = 0.45
 # Hybrid scores are a convex combination of the normalised BM25 score (share of the top one) and the normalised
@@ -391,20 +392,13 @@ class ToolSearch:
         return [name for name, _score, _sim in ranked], result
 
     def search_ranked(
-        self,
-        query: str,
-        mode: Mode,
-        *,
-        limit: int = 5,
-        strategy: SearchStrategy | None = None,
-        depth: int | None = None,
+        self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None
     ) -> tuple[SearchResult, list[str]]:
-        """:meth:`search`, and the ranking of the mode's tools it was cut from (names, best first; the best
-        ``depth`` of them, all by default), from one search."""
+        """:meth:`search`, and the full ranking of the mode's tools it was cut from (names, best first), from one
+        search."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        keep = None if depth is None else max(limit, depth)
-        result, ranked = self._search(query, mode, strategy, limit=limit, keep=keep)
+        result, ranked = self._search(query, mode, strategy, limit=limit)
         return result, [name for name, _score, _sim in ranked]
 
     def search(self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None) -> SearchResult:
@@ -424,32 +418,21 @@ class ToolSearch:
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def _search(
-        self,
-        query: str,
-        mode: Mode,
-        strategy: SearchStrategy | None,
-        *,
-        limit: int | None,
-        strict: bool = False,
-        keep: int | None = -1,
+        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False
     ) -> tuple[SearchResult, _Ranked]:
-        """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise).
-
-        ``keep``: how much of the ranking to order and return (``None``: all; by default ``limit``, all without
-        one): ordering only the best few of hundreds of scored tools is most of a keyword search's time."""
-        keep = (limit if limit is not None else None) if keep == -1 else keep
+        """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise)."""
         try:
-            return self._search_once(query, mode, strategy, limit=limit, keep=keep)
+            return self._search_once(query, mode, strategy, limit=limit)
         except Exception as exc:
             if strict or strategy == "keyword":
                 raise
             warning = f"semantic search failed ({type(exc).__name__}: {exc}); using keyword search"
             log.warning(warning)
-            result, ranked = self._search_once(query, mode, "keyword", limit=limit, keep=keep)
+            result, ranked = self._search_once(query, mode, "keyword", limit=limit)
             return replace(result, warnings=(*result.warnings, warning)), ranked
 
     def _search_once(
-        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, keep: int | None
+        self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None
     ) -> tuple[SearchResult, _Ranked]:
         allows = mode.allows
         warnings: list[str] = []
@@ -477,9 +460,10 @@ class ToolSearch:
             lift_by_server(scores, shares, servers.server.__getitem__, self.server_weight)
         self._lend_co_use(scores, allows)
         confidence = round(max(self.confidence(s.evidence, used) for s in texts), 4)
-        order: Callable[[tuple[str, float]], tuple[float, str]] = lambda item: (-item[1], item[0])  # noqa: E731
-        best = sorted(scores.items(), key=order) if keep is None else heapq.nsmallest(keep, scores.items(), key=order)
-        ranked = [(name, score, similarity.get(name, 0.0)) for name, score in best]
+        ranked = [
+            (name, score, similarity.get(name, 0.0))
+            for name, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        ]
         weak = not ranked or confidence < MISS_CONFIDENCE
         if weak and limit is not None:
             miss = self._explain_miss(query, mode, [n for n, _s, _m in ranked[:limit]])
@@ -487,7 +471,7 @@ class ToolSearch:
             return result, ranked
         # "Matches" are the tools that score near the best one; the long tail of one-common-word matches (or,
         # for embeddings, of every tool) is noise, neither shown nor counted. ``limit=None`` keeps everything.
-        total = _relevant_count(scores, [s.similarity for s in texts], keyword=used == "keyword")
+        total = _relevant_count(ranked, [s.similarity for s in texts], keyword=used == "keyword")
         shown = ranked if limit is None else ranked[: min(limit, total)]
         tools = self.registry.tools
         hits = tuple(
@@ -604,16 +588,16 @@ def _merge_needs(whole: _Scored, parts: Sequence[_Scored]) -> tuple[dict[str, fl
     return scores, similarity
 
 
-def _relevant_count(scores: Mapping[str, float], texts: Sequence[Mapping[str, float]], *, keyword: bool) -> int:
+def _relevant_count(ranked: _Ranked, texts: Sequence[Mapping[str, float]], *, keyword: bool) -> int:
     """How many of a ranking count as matches. Keyword: scores of at least ``KEYWORD_RELATIVE`` times the top
     score. Semantic and hybrid: tools whose similarity to some text of the request (the whole request or one of
     its needs: ``texts`` holds their similarities) is within ``SEMANTIC_BAND`` of that text's best (and at least
     ``RELEVANT_SIMILARITY``); each need has its own best, so one strong need does not hide the others' tools."""
-    if not scores:
+    if not ranked:
         return 0
     if keyword:
-        floor = max(scores.values()) * KEYWORD_RELATIVE
-        return sum(1 for score in scores.values() if score >= floor)
+        floor = ranked[0][1] * KEYWORD_RELATIVE
+        return sum(1 for _n, score, _sim in ranked if score >= floor)
     relevant: set[str] = set()
     for sims in texts:
         if sims:

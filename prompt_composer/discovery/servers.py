@@ -3,6 +3,10 @@ tool's ``origin.server``) or, for a tool of the YAML docs, to its group. A reque
 a mode (its name, its description and a summary made of its tools' names and briefs), and a tool's score is then
 raised by its server's share of the best server score (:data:`SERVER_WEIGHT`), so the server that obviously owns a
 request ("in Notion", "in your memory", "in Chrome") lifts its tools above another server's namesakes.
+
+:class:`CardIndex` scores a request against the mode's server cards alone (:mod:`prompt_composer.core.cards`), and
+:func:`add_card_shares` adds each card's share to its tools' scores (on by default: see
+:data:`~.search.CARD_WEIGHT`).
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ class RankedSearch(ToolSearch):
         return SearchResult(query, mode.slug, "keyword", ranked[:limit], len(ranked), 0.9)
 
     def search_ranked(
-        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None, depth: int | None = None
+        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None
     ) -> tuple[SearchResult, list[str]]:
         return self.search(query, mode, limit=limit, strategy=strategy), [n for n, _sim in self.hits]
 
@@ -149,7 +149,7 @@ class FusedSearch(ToolSearch):
         return SearchResult(query, mode.slug, used, hits[:limit], len(hits), 0.9)
 
     def search_ranked(
-        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None, depth: int | None = None
+        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None
     ) -> tuple[SearchResult, list[str]]:
         result = self.search(query, mode, limit=limit, strategy=strategy)
         return result, list(self.rankings[result.strategy])
