@@ -129,6 +129,14 @@ def test_a_registry_server_json_makes_the_card(out: Path, tmp_path: Path, capsys
         "https://github.com/modelcontextprotocol/servers",
         "description": "Tools to read, search, and manipulate Git repositories.",
     }
+    # Reviewed (edited by a person): the registry entry no longer replaces it.
+    path = out / "servers" / "git.yaml"
+    path.write_text(path.read_text().replace("Tools to read", "Our tools to read"), encoding="utf-8")
+    before = snapshot(out)
+    code, stdout, _ = run_cli(
+        capsys, "import", "json", str(source), "--out", str(out), "--server-card", str(server_json)
+    )
+    assert code == 0 and "kept      servers/git.yaml" in stdout and snapshot(out) == before
 
 
 @pytest.mark.parametrize(
@@ -202,6 +210,12 @@ def test_a_real_servers_initialize_makes_the_card_and_a_reviewed_one_survives(
     before = snapshot(out)
     code, stdout, _ = run_cli(capsys, "import", "mcp", "--out", str(out), "--", *NOTES)
     assert code == 0 and "kept      servers/notes-fixture.yaml" in stdout
+    assert snapshot(out) == before
+    # A description outside a card's limits is refused before anything is written.
+    code, _, err = run_cli(
+        capsys, "import", "mcp", "--out", str(out), "--server-description", "One. Two. Three. Four.", "--", *NOTES
+    )
+    assert code == 2 and "description has 4 sentences; 1 to 3 allowed" in err
     assert snapshot(out) == before
 
 
