@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each message (the median is shown)")
     args = parser.parse_args(argv)
     if importlib.util.find_spec("mcp") is None:
-        print("skipped: bench_bounds needs the mcp SDK (pip install 'prompt-composer[mcp]')")
+        print("skipped: bench_bounds needs the mcp SDK (pip install 'prompt-composer-tooldocs[mcp]')")
         return
     print("\n".join(gateway_table(args.repeat)))
     print()

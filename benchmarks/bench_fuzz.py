@@ -1,6 +1,7 @@
 """Fuzz: the registry loader on ten thousand mutated copies of the shipped tool docs, modes and group docs.
 
     python3 benchmarks/bench_fuzz.py [--docs 10000] [--seed 2026] [--timeout 30] [--memory-mb 1024] [--jobs 1]
+                                     [--parser libyaml|python]
 
 Each sample is one shipped YAML file after one to three mutations (:mod:`benchmarks.doc_mutations`: bytes
 inserted, deleted or flipped, control characters and invalid UTF-8, random tags with bad values, other types,
@@ -17,7 +18,8 @@ one, so the package is imported once) under an address-space limit (``RLIMIT_AS`
 - hang: no answer within ``--timeout`` seconds (the child is killed);
 - memory error: ``MemoryError`` under the limit, or the child killed by a signal (a crash).
 
-Zero tracebacks, hangs, memory errors and bad errors is the target. The peak memory of each child
+``--parser`` picks the YAML parser (default: libyaml's, where PyYAML has it; ``python`` is the fallback), so
+both can be fuzzed. Zero tracebacks, hangs, memory errors and bad errors is the target. The peak memory of each child
 (``ru_maxrss``) is compared with that of the unmutated folders loaded the same way in the same run: the ratio of
 the largest mutated peak to the median unmutated one, and the largest peak growth over the forking process.
 Prints Markdown tables; the exit code is 1 when any sample missed the target. Linux only (fork, RLIMIT_AS).
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.doc_mutations import SHIPPED, mutate, shipped_files
 from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError
+from prompt_composer.shared import yamlfile
 
 GOOD = ("valid", "clean error")
 OUTCOMES = ("valid", "clean error", "bad error", "traceback", "hang", "memory error")
@@ -228,7 +231,10 @@ def _light(result: Result) -> Result:
 
 def report(results: list[Result], baseline: list[Result], base_rss: int, args: argparse.Namespace, took: float) -> int:
     counts = Counter(r.outcome for r in results)
-    print(f"### Fuzz: {len(results):,} mutated docs (seed {args.seed}), each loaded in a child process\n")
+    print(
+        f"### Fuzz: {len(results):,} mutated docs (seed {args.seed}, {yamlfile.PARSER} parser), each loaded in a "
+        "child process\n"
+    )
     print(
         f"Limits per child: {args.memory_mb:,} MiB of address space over the forking process, {args.timeout:g} s. "
         f"Took {took:.0f} s.\n"
@@ -277,7 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds a load may take (default 30)")
     parser.add_argument("--memory-mb", type=int, default=1024, help="address space over this process (1024 MiB)")
     parser.add_argument("--jobs", type=int, default=1, help="children at a time (default 1)")
+    parser.add_argument(
+        "--parser",
+        choices=("libyaml", "python"),
+        default=yamlfile.PARSER,
+        help=f"the YAML parser the children use (default here: {yamlfile.PARSER})",
+    )
     args = parser.parse_args(argv)
+    if args.parser == "libyaml" and yamlfile.CParser is None:
+        parser.error("this PyYAML has no libyaml: --parser python")
+    yamlfile.PARSER = args.parser  # the forked children inherit it
     if not hasattr(os, "fork") or not Path("/proc/self/status").is_file():
         print("_skipped: bench_fuzz needs Linux (fork, /proc, RLIMIT_AS)._")
         return 0

@@ -41,7 +41,7 @@ def missing() -> str | None:
     try:
         import redis  # noqa: F401
     except ImportError:
-        return "the redis client is not installed (pip install 'prompt-composer[redis]')"
+        return "the redis client is not installed (pip install 'prompt-composer-tooldocs[redis]')"
     return None
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import agent_tasks, corpora, search_corpora
+from benchmarks.large_catalog import missing_large_files
 from prompt_composer.local import weights as localmodel
 
 HERE = Path(__file__).resolve().parent
@@ -56,6 +57,14 @@ def _has_module(name: str) -> bool:
 
 def compose_needs(shared: Path) -> list[Missing]:
     return _files("no tool catalogs", corpora.missing_files(shared / "corpora"), shared)
+
+
+def startup_needs(shared: Path) -> list[Missing]:
+    corpora_dir = shared / "corpora"
+    metatool = Path("metatool", "tools.json")
+    paths = {*corpora.missing_files(corpora_dir), *missing_large_files(corpora_dir)}
+    paths |= set() if (corpora_dir / metatool).is_file() else {corpora_dir / metatool}
+    return _files("no tool catalogs", sorted(paths), shared)
 
 
 def search_needs(shared: Path) -> list[Missing]:
@@ -103,6 +112,7 @@ NEEDS: dict[str, tuple[str, Callable[[Path], list[Missing]]]] = {
     "bench_compose": ("the real tool catalogs in SHARED/corpora", compose_needs),
     "bench_search": ("the MetaTool and LiveMCPBench corpora in SHARED/corpora, numpy and rank-bm25", search_needs),
     "bench_session": ("the local model and the real time and git MCP servers", session_needs),
+    "bench_startup": ("the real tool catalogs and MetaTool's in SHARED/corpora", startup_needs),
 }
 
 

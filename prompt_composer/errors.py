@@ -10,6 +10,7 @@
     ├── InputFileError       an input file is unreadable, not a regular file, too large or malformed (.path, .line)
     ├── EmbeddingUnavailable the embedding model package is missing or failed to load (search falls back)
     ├── LocalModelError      the local model could not be set up or started (offline, hash mismatch, no runtime)
+    ├── MissingExtraError    a feature needs an optional extra that is not installed (.extra); also an ImportError
     ├── SessionStoreError    a shared session store (Redis) is down, slow or holds unreadable data (.store, .operation)
     └── ExecutorError        a tool call an executor refuses or cannot run; its text goes to the model
         └── UpstreamError    a routed call's MCP server is missing, failed, died or hung (.server, .tool)
@@ -32,6 +33,7 @@ __all__ = [
     "InputFileError",
     "LoadError",
     "LocalModelError",
+    "MissingExtraError",
     "Problem",
     "PromptComposerError",
     "SessionStoreError",
@@ -131,6 +133,16 @@ class EmbeddingUnavailable(PromptComposerError):
 
 class LocalModelError(PromptComposerError):
     """The local model could not be set up or started (offline, a hash mismatch, a missing runtime …)."""
+
+
+class MissingExtraError(PromptComposerError, ImportError):
+    """A feature needs an optional extra that is not installed; ``extra`` names it (``mcp``, ``redis`` …) and the
+    message is one line that says how to install it. An ``ImportError`` too, so code that guarded the import with
+    ``except ImportError`` still catches it."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class SessionStoreError(PromptComposerError):

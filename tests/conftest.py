@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from prompt_composer import Composer, Registry, load_registry
+from prompt_composer.local.weights import model_path
+from prompt_composer.shared import yamlfile
+from prompt_composer.shared.cache_dir import CACHE_ENV, default_cache_dir
 from tests.helpers import make_doc, make_mode
+
+FAST_AGENT_VENV = "PROMPT_COMPOSER_FAST_AGENT_VENV"  # where tests/mcp/test_fast_agent.py finds its venv
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user cache (parsed docs, vectors, unpacked models) of this test session: a folder of its own, never
+    the developer's ~/.cache, and never another session's (each pytest-xdist worker is a session). Subprocesses
+    inherit it through the environment. What tests only read from the real cache, and is too large to copy, is
+    linked: the local model's verified weights, and the fast-agent venv (through its own variable)."""
+    weights = model_path()  # the developer's (or CI's) set-up model, if any: read before the cache moves
+    venv = default_cache_dir() / "fast-agent-venv"
+    with pytest.MonkeyPatch.context() as patch:
+        cache = tmp_path_factory.mktemp("user-cache")
+        patch.setenv(CACHE_ENV, str(cache))
+        if not os.environ.get(FAST_AGENT_VENV) and venv.is_dir():
+            patch.setenv(FAST_AGENT_VENV, str(venv))
+        for source in (weights, weights.with_name(weights.name + ".sha256")):
+            if source.is_file():
+                (cache / "models").mkdir(exist_ok=True)
+                (cache / "models" / source.name).symlink_to(source)
+        yield cache
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +75,30 @@ def workspace(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# Demo\n")
     (tmp_path / "secret.txt").write_text("secret\n")
     return root
+
+
+@pytest.fixture(autouse=True)
+def journal_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where imports record their journals (shared/journal_records.py): a fresh folder per test, never the user's
+    own state folder; subprocesses started with ``os.environ`` inherit it."""
+    state = tmp_path_factory.mktemp("journal-state")
+    monkeypatch.setenv("PROMPT_COMPOSER_STATE", str(state))
+    return state
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("libyaml", marks=pytest.mark.skipif(yamlfile.CParser is None, reason="PyYAML without libyaml")),
+        "python",
+    ],
+)
+def yaml_parser(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test of a module that uses it runs under both YAML parsers: libyaml's (the default where PyYAML has
+    it) and the pure-Python one (the fallback)."""
+    before = yamlfile.PARSER
+    yamlfile.PARSER = request.param
+    try:
+        yield request.param
+    finally:
+        yamlfile.PARSER = before

@@ -22,16 +22,16 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+def _runtime_imports(path: Path, modules: set[str], *, typing: bool = False) -> set[str]:
     """The package modules ``path`` imports at run time: lazy (in-function) imports included, imports under
-    ``if TYPE_CHECKING:`` excluded."""
+    ``if TYPE_CHECKING:`` excluded (included with ``typing``)."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not typing:
                 visit(node.orelse)
                 continue
             if isinstance(node, ast.ImportFrom):
@@ -93,6 +93,31 @@ def test_no_module_imports_itself_back_through_others() -> None:
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph = {name: _runtime_imports(path, set(files)) for name, path in files.items()}
     assert _cycles(graph) == []
+
+
+def test_no_module_needs_the_types_of_a_module_of_its_package_that_imports_it() -> None:
+    """Within one subpackage, type-only imports count too: a module that needs the types of a module importing it
+    is one tangle with it (the MCP server and the gateway, the test server's replies and wire formats were), to be
+    untied by moving what both need down (a protocol the server declares, the reply's data in its own module)."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {
+        name: {m for m in _runtime_imports(path, set(files), typing=True) if _package(m) == _package(name)}
+        for name, path in files.items()
+    }
+    assert _cycles(graph) == []
+
+
+def _package(module: str) -> str:
+    return module.rsplit(".", 1)[0]
+
+
+def test_the_type_import_scan_sees_imports_for_type_checking() -> None:
+    # The scan must see an import made for type checking only (the server's of answers.ClientTask), or it proves
+    # nothing about them.
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    server = PACKAGE / "mcp" / "server.py"
+    assert "prompt_composer.mcp.answers" in _runtime_imports(server, modules, typing=True)
+    assert "prompt_composer.mcp.answers" not in _runtime_imports(server, modules)
 
 
 def test_the_cycle_scan_sees_lazy_imports() -> None:

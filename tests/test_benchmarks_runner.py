@@ -83,3 +83,11 @@ def test_an_unknown_benchmark_name_exits_2(bare: Path, capsys: pytest.CaptureFix
     assert run.main(["nosuch"]) == 2
     err = capsys.readouterr().err
     assert "run.py: no benchmark matches nosuch (there are: agent, bounds, compose, fuzz, replay, replicas," in err
+
+
+def test_the_startup_benchmark_is_skipped_without_the_catalogs(bare: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(["startup"]) == 0
+    out, _ = capsys.readouterr()
+    assert f"_skipped: bench_startup needs the real tool catalogs and MetaTool's in {bare.resolve()}/corpora._" in out
+    assert "corpora/metatool/tools.json" in out and "corpora/github_mcp/tools.json" in out
+    assert out.strip().splitlines()[-1].startswith("ran 0 of 1 benchmark; skipped bench_startup (no tool catalogs)")

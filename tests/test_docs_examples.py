@@ -122,3 +122,21 @@ def test_example_runs(example: Example, example_env: dict[str, str], tmp_path: P
         f"the example at {example.id} failed (exit {done.returncode}); its line N is line "
         f"{example.line} + N - 1 of the page\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
     )
+
+
+def test_readmes_python_example_runs_as_written_without_a_key(tmp_path: Path) -> None:
+    """README's "In Python" example, copied by a new user with no key and no server of their own: it starts the
+    scripted server itself, so it runs offline and prints the composed tokens and the loop's answer."""
+    (example,) = [e for e in ALL if e.page.name == "README.md"]
+    assert "ScriptedMessagesServer(" in example.code
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "PROMPT_COMPOSER_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env["PROMPT_COMPOSER_CACHE"] = str(tmp_path / "cache")
+    script = tmp_path / "example.py"
+    script.write_text(example.code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert done.returncode == 0, done.stderr
+    tokens, answer = done.stdout.strip().split(" ", 1)
+    assert int(tokens) > 1000 and answer == "parse_args is defined in cli.py."

@@ -3,7 +3,7 @@
 For the OpenAI API and every server that copies its wire format (llama.cpp's server, vLLM, Ollama, LM Studio,
 LiteLLM, OpenRouter). The loop's decisions live in ``prompt_composer.agent.engine`` (shared with the Anthropic
 adapter); this module spells them in Chat Completions and holds the wrapped clients; the Responses API's spelling
-is ``prompt_composer.agent.responses``. Only these two import the ``openai`` SDK (the ``prompt-composer[openai]``
+is ``prompt_composer.agent.responses``. Only these two import the ``openai`` SDK (the ``openai``
 extra)::
 
     client = wrap(openai.OpenAI(), mode="code", task_id="t-1")

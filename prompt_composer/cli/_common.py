@@ -1,24 +1,26 @@
 """What the subcommands share: reading the registry (``--docs``, ``--overlay``), ``--learn-from``, and argument
-types."""
+types.
+
+Importing a command module builds no part of the library: the parser of every subcommand is built on each run
+(for ``--help`` and ``--version`` too), so the library modules a command needs are imported by its handler, when
+it runs (see tests/cli/test_startup.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from ..core.audit import budget_warning, start_tokens
-from ..core.composer import Composer
-from ..core.mentions import mention_problems
-from ..core.modes import Mode
-from ..core.registry import Registry, load_registry
-from ..discovery.search import ToolSearch
-from ..errors import LoadError
-from ..learn.events import DropCounts
-from ..learn.phrasings import load_phrasings
-from ..shared.journal import Recovery, recover
+if TYPE_CHECKING:
+    from ..core.composer import Composer
+    from ..core.modes import Mode
+    from ..core.registry import Registry
+    from ..discovery.search import ToolSearch
+    from ..learn.events import DropCounts
+    from ..shared.journal import Recovery
 
 OVERLAY_ENV = "PROMPT_COMPOSER_OVERLAY"  # the per-user mode overlay the CLI applies when --overlay is not given
 
@@ -36,12 +38,37 @@ def positive_int(text: str) -> int:
 
 def registry_of(args: argparse.Namespace) -> Registry:
     """The registry of ``--docs`` (given before or after the subcommand; else the docs setting, which ``main``
-    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting."""
-    overlay = getattr(args, "overlay", None) or os.environ.get(OVERLAY_ENV) or None
-    docs = getattr(args, "docs", None)
-    if docs is not None:
-        say_recovered(recover(docs))
-    return load_registry(docs, overlay=overlay)
+    has filled in), else the shipped one; with the per-user overlay of ``--overlay`` or the overlay setting
+    (filled in by ``main`` too, from the environment or pyproject.toml, confined: see :mod:`.settings`); through
+    the parsed-docs cache unless ``--no-cache`` or the registry-cache setting turned it off."""
+    from ..core.registry import load_registry
+
+    overlay = getattr(args, "overlay", None)  # main filled it from the settings (flag, env, pyproject)
+    # load_registry refuses a folder with a committed interrupted import and never recovers it: only `import`
+    # and `import --recover` do, for a journal this tool wrote (see shared/journal.py).
+    return load_registry(getattr(args, "docs", None), overlay=overlay, cache=getattr(args, "cache", True))
+
+
+@contextlib.contextmanager
+def composer_of(args: argparse.Namespace, registry: Registry) -> Iterator[Composer]:
+    """A composer of ``registry`` for one command, whose token counts are kept between runs in the user cache
+    (:class:`~prompt_composer.core.counts.CountMemo`; not with ``--no-cache`` or the registry-cache setting off):
+    a command composing what it composed before never loads the tokenizer."""
+    from ..core.composer import Composer
+    from ..core.counts import CountMemo
+    from ..core.tokens import DEFAULT_ENCODING, TiktokenCounter
+
+    memo = None
+    if getattr(args, "cache", True) and registry.root is not None:
+        with contextlib.suppress(RuntimeError, OSError):  # no user cache folder (no home): counted afresh
+            memo = CountMemo(registry.root, DEFAULT_ENCODING)
+    if memo is None:
+        yield Composer(registry)
+        return
+    try:
+        yield Composer(registry, counter=TiktokenCounter(memo=memo))
+    finally:
+        memo.save()
 
 
 def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
@@ -57,26 +84,38 @@ def add_mode_option(parser: Any, what: str = "the mode to use") -> None:
 
 
 def say_recovered(recoveries: list[Recovery]) -> None:
-    """One stderr line per interrupted import that :func:`recover` finished or undid in a docs folder."""
+    """One stderr line per interrupted import that ``recover`` finished or undid (or ``discard`` removed)."""
     for recovery in recoveries:
         print(f"# {recovery.describe()}", file=sys.stderr, flush=True)
 
 
-def checked_mode(registry: Registry, slug: str) -> Mode:
+def checked_mode(registry: Registry, slug: str, composer: Composer | None = None) -> Mode:
     """The mode a composing command (compose, fetch, run, serve, bench) is about to use, refused
     (:class:`LoadError`: the mode's file, each text and the tool it names) when a text it shows names a tool it
-    does not allow: the model would be told to call what it cannot."""
+    does not allow: the model would be told to call what it cannot. ``composer``: the command's own, if it has
+    one (its templates compiled and counts kept for what the command composes next)."""
+    from ..core.composer import Composer
+    from ..core.mentions import mention_problems
+    from ..errors import LoadError
+
     mode = registry.mode(slug)
-    problems = mention_problems(Composer(registry), mode)
+    problems = mention_problems(composer or Composer(registry), mode)
     if problems:
         raise LoadError(problems)
     return mode
 
 
-def warn_over_budget(registry: Registry, mode: Mode, tokens: int | None = None) -> None:
+def warn_over_budget(
+    registry: Registry, mode: Mode, tokens: int | None = None, composer: Composer | None = None
+) -> None:
     """One warning line on stderr when ``mode`` composes over its budget: ``tokens`` is what the command composed
-    (default: the prompt a task starts with)."""
-    warning = budget_warning(mode, start_tokens(Composer(registry), mode) if tokens is None else tokens)
+    (default: the prompt a task starts with, composed with ``composer`` if given)."""
+    from ..core.audit import budget_warning, start_tokens
+    from ..core.composer import Composer
+
+    if tokens is None:
+        tokens = start_tokens(composer or Composer(registry), mode)
+    warning = budget_warning(mode, tokens)
     if warning:
         print(warning, file=sys.stderr, flush=True)
 
@@ -117,6 +156,9 @@ def drops_line(drops: DropCounts) -> str:
 def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | None:
     """The tool search of ``--learn-from``'s logs (their phrasings learned), or ``None`` when none was given: the
     caller's default then applies (the loop and the gateway build a plain one on their first search)."""
+    from ..discovery.search import ToolSearch
+    from ..learn.phrasings import load_phrasings
+
     if not args.learn_from:
         return None
     return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))

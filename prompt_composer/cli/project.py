@@ -4,7 +4,10 @@ docs folder, and the pyproject.toml lines that point the command at it)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import secrets
 import shutil
 import sys
 from importlib import resources
@@ -12,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PromptComposerError
-from .settings import DEFAULTS, ENV, KEYS, TABLE, Settings, resolve
+from .settings import DEFAULTS, ENV, KEYS, SWITCHES, TABLE, Settings, resolve
 
 LOG_WRITERS = frozenset({"run", "serve"})  # the commands whose --log the event-log setting fills
 STARTER_MODE = "helper"  # the one mode of the starter docs (prompt_composer/cli/starter/modes/helper.yaml)
@@ -27,6 +30,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "dir", nargs="?", default="tool_docs", metavar="DIR", help="the folder to create (default: tool_docs)"
     )
+    p.add_argument(
+        "--add-mode",
+        metavar="SLUG",
+        help="instead, add a mode to DIR, an existing docs folder (such as an import's): it allows every group of "
+        "DIR's tool docs",
+    )
     p.set_defaults(handler=cmd_init)
 
 
@@ -40,6 +49,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
             "mode": mode if isinstance(mode, str) else None,
             "overlay": getattr(args, "overlay", None),
             "event_log": log if isinstance(log, str) else None,
+            "registry_cache": "off" if getattr(args, "no_cache", None) else None,
         }
     )
 
@@ -51,6 +61,13 @@ def apply_settings(args: argparse.Namespace) -> None:
     settings = settings_of(args)
     args.docs = settings.docs.value
     args.overlay = settings.overlay.value
+    switch = (settings.registry_cache.value or "on").strip().lower()
+    if switch not in SWITCHES:
+        raise PromptComposerError(
+            f"the registry-cache setting ({settings.registry_cache.source}) is on or off, not "
+            f"{settings.registry_cache.value!r}"
+        )
+    args.cache = SWITCHES[switch]
     # `bench --results FILE` renders a saved run and needs no mode.
     needs_mode = getattr(args, "mode_from_settings", False) and getattr(args, "results", None) is None
     if needs_mode and args.mode is None:
@@ -80,30 +97,87 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from .init_output import cmd_add_mode, existing_table, print_import_hint, print_settings
+
+    if args.add_mode is not None:
+        return cmd_add_mode(args)
     target = Path(args.dir)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+    table = existing_table()  # a pyproject.toml here that cannot be read is an error before anything is written
+    try:
+        code = _init(target)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        print(f"error: {target}: cannot write the starter docs: {reason}; nothing was written", file=sys.stderr)
+        return 2
+    if code == 0:
+        print_settings(target, STARTER_MODE, table=table)
+        print_import_hint(target)
+    return code
+
+
+def _init(target: Path) -> int:
+    """Write the starter folder at ``target``: a new folder, or an empty one filled in place. Everything is built
+    in a staging folder this run makes (a fresh name, never an existing one) and moved into place at the end; on
+    any failure what this run made is removed, and nothing else is touched."""
+    whole = Path(os.path.abspath(target))
+    too_long = next((part for part in whole.parts if len(os.fsencode(part)) > 255), None)
+    if too_long is not None:
+        print(f"error: {target}: a folder name of {len(os.fsencode(too_long))} bytes; at most 255", file=sys.stderr)
+        return 2
+    if target.is_symlink():
+        print(f"error: {target} is a symlink; init writes a real folder (name the folder itself)", file=sys.stderr)
+        return 2
+    if os.path.lexists(target) and (not target.is_dir() or any(target.iterdir())):
         print(f"error: {target} already exists and is not an empty folder; nothing was written", file=sys.stderr)
         return 1
-    starter = resources.files("prompt_composer.cli") / "starter"
-    with resources.as_file(starter) as source:
-        # Copied to a sibling first and renamed, so an interrupted init leaves no half-written folder.
-        partial = target.with_name(f".{target.name}.init-partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(source, partial, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        if target.exists():
-            target.rmdir()
-        partial.rename(target)
-    files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.yaml"))
+    in_place = target.is_dir()  # an empty folder (`init .`) is filled where it is: its inode is the user's
+    made = [] if in_place else _make_parents(whole.parent)
+    home = whole if in_place else whole.parent
+    staging = home / f".prompt-composer-init-{secrets.token_hex(4)}"
+    moved: list[Path] = []
+    try:
+        os.mkdir(staging)
+        starter = resources.files("prompt_composer.cli") / "starter"
+        with resources.as_file(starter) as source:
+            shutil.copytree(source, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if in_place:
+            for name in sorted(os.listdir(staging)):
+                os.rename(staging / name, whole / name)
+                moved.append(whole / name)
+            os.rmdir(staging)
+        else:
+            os.rename(staging, whole)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # this run's own staging folder, and what it moved: nothing else
+        for path in moved:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    files = sorted(p.relative_to(whole).as_posix() for p in whole.rglob("*.yaml"))
     print(f"# wrote {target}: {', '.join(files)}", file=sys.stderr)
-    print("# add to pyproject.toml (the docs path is relative to that file's folder):", file=sys.stderr)
-    print(f"[{TABLE}]")
-    print(f"docs = {json.dumps(target.as_posix())}")
-    print(f'{KEYS["mode"]} = "{STARTER_MODE}"')
-    # The servers a user already runs, each with its card (what it is for), in one import.
-    print(
-        f"# then import the MCP servers of your client's config (.mcp.json, .cursor/mcp.json, .vscode/mcp.json), each "
-        f"with its card (servers/<server>.yaml, what it is for):\n#   prompt-composer import mcp --out {target} "
-        "--servers .mcp.json --prefix '{server}_'",
-        file=sys.stderr,
-    )
     return 0
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; the ones made, outermost first (removed again on a failure)."""
+    missing = []
+    for path in (folder, *folder.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    made = []
+    try:
+        for path in reversed(missing):
+            os.mkdir(path)
+            made.append(path)
+    except BaseException:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+    return made

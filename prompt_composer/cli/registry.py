@@ -5,25 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent.providers import PROVIDERS, anthropic_native_tools, responses_native_tools, tools_for
-from ..core.audit import ModeAudit, run_audit
-from ..core.cards import unused_cards
-from ..core.composer import Composer
-from ..core.fetch import handle_fetch
-from ..core.mentions import mention_problems
-from ..core.registry import modes_folder_problem
 from ..errors import LoadError, UnknownToolError
-from ..safety.ci_formats import to_github, to_sarif_json
-from ..safety.lint import scan_registry
-from ..safety.rules import QUARANTINE_SEVERITY, SEVERITIES
-from ..shared.text import plural
-from . import json_out
-from ._common import add_mode_option, checked_mode, registry_of, warn_over_budget
-from .reports import audit_html
+from ..shared.text import plural, shown
+from ._common import add_mode_option, checked_mode, composer_of, registry_of, warn_over_budget
+from .lint_layers import add_semantic_option, semantic_layer
+
+if TYPE_CHECKING:
+    from ..core.audit import ModeAudit
+    from ..core.composer import Composer
+    from ..core.registry import Registry
 
 AUDIT_FORMATS = ("table", "json", "markdown", "html", "sarif", "github")
+# What the parser offers, written here so that building it imports neither the agent layer nor the lint
+# (tests/cli/test_startup.py holds each equal to the library's own).
+PROVIDERS = ("anthropic", "openai", "openai-responses")  # agent.providers.PROVIDERS
+SEVERITIES = ("high", "medium", "low")  # safety.rules.SEVERITIES
+QUARANTINE_SEVERITY = "high"  # safety.rules.QUARANTINE_SEVERITY
 _SECURITY_ONLY_FORMATS = ("sarif", "github")  # formats of findings at a file and line: the lint's
 
 
@@ -93,14 +92,20 @@ def register(sub: Any) -> None:
         default=QUARANTINE_SEVERITY,
         help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
     )
+    add_semantic_option(p)
     p.set_defaults(handler=cmd_audit)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..core.cards import unused_cards
+    from ..core.mentions import mention_problems
+    from ..core.registry import modes_folder_problem
+    from . import json_out
+
     try:
         registry = registry_of(args)
-        composer = Composer(registry)
-        problems = [problem for mode in registry.modes.values() for problem in mention_problems(composer, mode)]
+        with composer_of(args, registry) as composer:
+            problems = [problem for mode in registry.modes.values() for problem in mention_problems(composer, mode)]
         missing = modes_folder_problem(registry.root) if registry.root is not None else None
         problems += [missing] if missing else []
         if problems:
@@ -125,6 +130,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_modes(args: argparse.Namespace) -> int:
+    from . import json_out
+
     registry = registry_of(args)
     if args.format == "json":
         print(json_out.dumps(json_out.modes(registry)))
@@ -132,13 +139,15 @@ def cmd_modes(args: argparse.Namespace) -> int:
     for mode in registry.modes.values():
         c = mode.config
         print(
-            f"{c.slug}\t{c.name}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
+            f"{c.slug}\t{shown(c.name)}\t{plural(len(mode.allowed), 'tool')}, {len(c.permanent)} permanent, "
             f"recent {c.recent_size}, budget {c.budget_tokens}, {c.tool_style}"
         )
     return 0
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    from . import json_out
+
     registry = registry_of(args)
     names = registry.mode(args.mode).allowed if args.mode else tuple(registry.tools)
     if args.format == "json":
@@ -148,13 +157,21 @@ def cmd_tools(args: argparse.Namespace) -> int:
         doc = registry.tools[name]
         # A quarantined tool is in no mode; say so where it is listed (see `audit --security`).
         mark = f"\tQUARANTINED ({', '.join(doc.quarantine)})" if doc.quarantined else ""
-        print(f"{name}\t{doc.group}\t{doc.brief}{mark}")
+        print(f"{name}\t{doc.group}\t{shown(doc.brief)}{mark}")
     return 0
 
 
 def cmd_compose(args: argparse.Namespace) -> int:
     registry = registry_of(args)
-    mode = checked_mode(registry, args.mode)
+    with composer_of(args, registry) as composer:
+        return _compose(args, composer)
+
+
+def _compose(args: argparse.Namespace, composer: Composer) -> int:
+    from ..agent.providers import anthropic_native_tools, responses_native_tools, tools_for
+
+    registry = composer.registry
+    mode = checked_mode(registry, args.mode, composer)
     recent = [n.strip() for n in args.recent.split(",") if n.strip()]
     for name in recent:
         if name not in registry.tools:
@@ -162,7 +179,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
     if args.native and args.provider not in ("anthropic", "openai-responses"):
         print(f"error: --native is for a provider that defers tools itself; {args.provider} does not", file=sys.stderr)
         return 2
-    composer = Composer(registry)
     if args.native:
         try:
             prompt = composer.compose_native(mode, recent=recent)
@@ -175,7 +191,8 @@ def cmd_compose(args: argparse.Namespace) -> int:
             tools = anthropic_native_tools(prompt.tools, prompt.deferred)
     else:
         prompt = composer.compose(mode, recent=recent)
-        tools = tools_for(args.provider, prompt.tools)
+        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one).
+        tools = list(prompt.tools) if args.provider == "anthropic" else tools_for(args.provider, prompt.tools)
     warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
         print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
@@ -194,28 +211,52 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    from ..core.fetch import handle_fetch
+
     registry = registry_of(args)
-    mode = checked_mode(registry, args.mode)
-    warn_over_budget(registry, mode)
+    with composer_of(args, registry) as composer:
+        mode = checked_mode(registry, args.mode, composer)
+        warn_over_budget(registry, mode, composer=composer)
     result = handle_fetch(registry, mode, {"name": args.name})
     if result.is_error:
-        print(result.content, file=sys.stderr)
+        # The model's refusal is the same for a hidden tool and an absent one, on purpose; the operator, who can
+        # read every mode, is told where the tool is instead. Either is an error line of the command.
+        refusal = f"error: {result.content.removeprefix('Error: ')}"
+        print(elsewhere(registry, mode.slug, args.name) or refusal, file=sys.stderr)
         return 1
     print(result.content)
     return 0
 
 
+def elsewhere(registry: Registry, slug: str, name: str) -> str | None:
+    """``error: mode 'helper' has no tool 'http_get'; mode 'reviewer' has it: …--mode reviewer``, when the tool is
+    in the registry but not in mode ``slug``; else ``None``."""
+    if name not in registry.tools:
+        return None
+    modes = [m for m in registry.modes if m != slug and registry.modes[m].allows(name)]
+    if not modes:
+        why = "quarantined by the lint (audit --security)" if registry.tools[name].quarantined else "in no mode"
+        return f"error: mode {slug!r} has no tool {name!r}; it is in the tool docs, but {why}"
+    which = f"mode {modes[0]!r} has it" if len(modes) == 1 else f"modes {', '.join(map(repr, modes))} have it"
+    return f"error: mode {slug!r} has no tool {name!r}; {which}: prompt-composer fetch {name} --mode {modes[0]}"
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
+    from ..core.audit import run_audit
+
     if args.security:
         return cmd_audit_security(args)
     if args.format in _SECURITY_ONLY_FORMATS:
         print(f"error: --format {args.format} is for the lint's findings: add --security", file=sys.stderr)
         return 2
     registry = registry_of(args)
-    report = run_audit(Composer(registry))
+    with composer_of(args, registry) as composer:
+        report = run_audit(composer)
     if args.format == "json":
         print(report.to_json())
     elif args.format == "html":
+        from .reports import audit_html
+
         print(audit_html(report, registry, {m.mode: m.status for m in report.modes}))
     elif args.format == "markdown":
         print(report.to_markdown())
@@ -258,7 +299,10 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
         print("error: --format html is for the token audit; the lint writes table, json, markdown, sarif or github",
               file=sys.stderr)  # fmt: skip
         return 2
-    report = scan_registry(registry_of(args))
+    from ..safety.ci_formats import to_github, to_sarif_json
+    from ..safety.lint import scan_registry
+
+    report = scan_registry(registry_of(args), semantic=semantic_layer(args.semantic))
     if args.format == "json":
         print(report.to_json(args.fail_on))
     elif args.format == "sarif":
@@ -269,5 +313,5 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         print(report.to_markdown(args.fail_on))
     else:
-        print("\n".join(report.to_lines(args.fail_on)))
+        print("\n".join(shown(line) for line in report.to_lines(args.fail_on)))  # paths and excerpts of docs
     return 1 if report.failing(args.fail_on) else 0

@@ -17,6 +17,7 @@ from ..core.audit import AuditReport
 from ..core.registry import Registry
 from ..errors import InputFileError
 from ..learn.stats import StatsReport
+from ..shared.jsontext import MAX_JSON_INT
 from ..shared.version import VERSION
 
 WIDTH = 920  # every chart's width, pixels
@@ -223,6 +224,19 @@ def audit_html(report: AuditReport, registry: Registry, status: Mapping[str, str
 # --- stats -----------------------------------------------------------------------------------------------------
 
 
+FAILED_OUTCOMES = ("error", "denied")  # a tool call that ran and failed, or that the user denied
+
+
+def time_unit(span: float) -> tuple[float, str]:
+    """Seconds per unit, and the axis label, for a log spanning ``span`` seconds: seconds under two minutes,
+    minutes under two hours, else hours; so the ticks are round numbers of a unit that reads well."""
+    if span < 120:
+        return 1.0, "seconds since the first event"
+    if span < 7200:
+        return 60.0, "minutes since the first event"
+    return 3600.0, "hours since the first event"
+
+
 def _timeline(events: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Tool calls and fetches, uncached input and cache reads, per interval of the log's time span; ``None`` when
     the events have no time span (traces, a single event)."""
@@ -234,27 +248,30 @@ def _timeline(events: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], dict
     if t1 <= t0:
         return None
     n = _TIME_BUCKETS
-    calls, fetches, uncached, cached = ([0.0] * n for _ in range(4))
+    calls, failed, fetches, uncached, cached = ([0.0] * n for _ in range(5))
     for e in stamped:
         i = min(n - 1, int((float(e["ts"]) - t0) / (t1 - t0) * n))
         kind = e.get("event")
         if kind == "tool_call":
             calls[i] += 1
+            if e.get("outcome") in FAILED_OUTCOMES:
+                failed[i] += 1
         elif kind == "fetch":
             fetches[i] += 1
         elif kind == "request" and isinstance(e.get("usage"), Mapping):
             usage = e["usage"]
             uncached[i] += float(usage.get("input_tokens") or 0)
             cached[i] += float(usage.get("cache_read_input_tokens") or 0)
-    # Minutes from the first event, at each interval's middle.
-    minutes = [((i + 0.5) * (t1 - t0) / n) / 60 for i in range(n)]
-    unit = "minutes since the first event"
+    # Time from the first event, at each interval's middle, in the unit that suits the log's span.
+    seconds, unit = time_unit(t1 - t0)
+    minutes = [((i + 0.5) * (t1 - t0) / n) / seconds for i in range(n)]
     calls_chart = xy_chart(
         "tool calls and fetches over time",
         unit,
         "per interval",
         lines=[
             ("tool calls", list(zip(minutes, calls, strict=True)), "s1"),
+            ("failed calls", list(zip(minutes, failed, strict=True)), "s4"),
             ("fetches", list(zip(minutes, fetches, strict=True)), "s2"),
         ],
     )
@@ -273,13 +290,22 @@ def _timeline(events: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], dict
 def stats_html(report: StatsReport, events: Sequence[Mapping[str, Any]]) -> str:
     """``stats --format html``: ``report`` as ``stats`` computes it, ``events`` the log it read (for the charts
     over time)."""
-    used = sorted(report.tools, key=lambda t: (-(t.uses + t.fetches + t.refusals), t.tool))
+    used = sorted(report.tools, key=lambda t: (-(t.uses + t.errors + t.denied + t.fetches + t.refusals), t.tool))
     tools = hbar_chart(
         "tool use",
         [
-            (t.tool, [("uses", t.uses, "s1"), ("fetches", t.fetches, "s2"), ("refusals", t.refusals, "s5")], None)
+            (
+                t.tool,
+                [
+                    ("uses", t.uses, "s1"),
+                    ("failed", t.errors + t.denied, "s4"),  # a tool whose every call failed is a row too
+                    ("fetches", t.fetches, "s2"),
+                    ("refusals", t.refusals, "s5"),
+                ],
+                None,
+            )
             for t in used
-            if t.uses or t.fetches or t.refusals
+            if t.uses or t.errors or t.denied or t.fetches or t.refusals
         ],
     )
     preselection = hbar_chart(
@@ -322,8 +348,14 @@ def bench_html(results: Mapping[str, Any], source: str | Path) -> str:
         raise InputFileError(f"{source}: no 'variants' object: not a `bench --format json` results file", path=source)
     for name, v in variants.items():
         for key in _BENCH_NUMBERS:
-            if not isinstance(v, Mapping) or not isinstance(v.get(key), int | float):
+            value = v.get(key) if isinstance(v, Mapping) else None
+            if not isinstance(value, int | float) or isinstance(value, bool):
                 raise InputFileError(f"{source}: variants.{name}.{key}: missing or not a number", path=source)
+            top, top_text = (1, "1") if key.endswith("accuracy") else (MAX_JSON_INT, "2**53")
+            if not 0 <= value <= top:  # strict_json has refused NaN, Infinity and whole numbers past 2**53
+                raise InputFileError(
+                    f"{source}: variants.{name}.{key}: {value:g} is not from 0 to {top_text}", path=source
+                )
     rows = list(variants.items())
     chart = xy_chart(
         "accuracy against tokens a request",

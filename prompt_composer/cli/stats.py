@@ -8,14 +8,11 @@ import json
 import sys
 from typing import Any
 
-from ..learn.events import read_events
-from ..learn.stats import DEFAULT_TOP, compute_stats, trace_events
-from ..learn.traces import load_traces
 from ._common import positive_int, registry_of
 from .project import settings_of
-from .reports import stats_html
 
 DEFAULT_TRACE_MODE = "code"  # the SWE-agent traces are coding tasks
+DEFAULT_TOP = 5  # learn.stats.DEFAULT_TOP, here so that building the parser imports no learn module
 
 
 def register(sub: Any) -> None:
@@ -62,6 +59,10 @@ def register(sub: Any) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from ..learn.events import read_events
+    from ..learn.stats import compute_stats, trace_events
+    from ..learn.traces import load_traces
+
     registry = registry_of(args)  # the modes' permanent and allowed tools
     if args.traces is not None:
         if args.logs:
@@ -92,6 +93,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     elif args.format == "html":
+        from .reports import stats_html
+
         print(stats_html(report, events))
     else:
         print(report.render(markdown=args.format == "markdown"))

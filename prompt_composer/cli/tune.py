@@ -9,17 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.registry import load_registry
 from ..errors import InputFileError, LoadError
 from ..learn.costs import COST_MODELS
-from ..learn.mode_files import mode_file_diff, unified_diff
-from ..learn.mode_files import write_overlay as write_overlay_file
-from ..learn.replay import ReplayParams
-from ..learn.traces import load_traces
-from ..learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED, load_log_tasks, tune_mode
-from ..shared.files import read_text
-from ..shared.progress import Progress
 from ._common import add_mode_option, registry_of
+
+# learn.tune's defaults, here so that building the parser imports no learn module (tests/cli/test_startup.py
+# holds them equal).
+DEFAULT_HELDOUT_FRACTION = 0.3
+DEFAULT_SEED = 0
 
 
 def fraction(text: str) -> float:
@@ -70,6 +67,15 @@ def register(sub: Any) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from ..core.registry import load_registry
+    from ..learn.mode_files import mode_file_diff, unified_diff
+    from ..learn.mode_files import write_overlay as write_overlay_file
+    from ..learn.replay import ReplayParams
+    from ..learn.traces import load_traces
+    from ..learn.tune import load_log_tasks, tune_mode
+    from ..shared.files import read_text
+    from ..shared.progress import Progress
+
     registry = registry_of(args)
     mode = registry.mode(args.mode)  # an unknown mode exits 2 before any input is read
     if not args.traces and not args.log:
@@ -104,7 +110,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         def check(path: Path) -> None:  # the new overlay must load over the same docs, or it is not written
             try:
-                load_registry(root, overlay=path)
+                load_registry(root, overlay=path, cache=getattr(args, "cache", True))
             except LoadError as exc:  # its problems, at the lines of the file the user will edit
                 raise LoadError([replace(p, path=target) if p.path == path else p for p in exc.problems]) from None
 

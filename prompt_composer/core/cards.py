@@ -18,16 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import Problem
-from ..shared.yamlfile import LineMap, line_of, load_model
+from ..shared.yamlfile import LineMap, YamlReader, line_of, load_model, read_yaml
 from .docs import ToolDoc, count_sentences, count_words
-
-if TYPE_CHECKING:
-    from .registry import Registry
 
 CardSource = Literal["imported", "drafted", "human"]
 SERVERS_FOLDER = "servers"
@@ -111,9 +108,10 @@ class ServerCard(BaseModel):
         return f"{self.label} — {self.one_line().rstrip('.')}"
 
 
-def load_card_file(path: Path) -> tuple[ServerCard | None, LineMap, list[Problem]]:
-    """Load one card; its file stem must be :func:`card_stem` of its ``name``."""
-    card, lines, problems = load_model(path, ServerCard)
+def load_card_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ServerCard | None, LineMap, list[Problem]]:
+    """Load one card (read with ``read``: the registry's parsed-file cache, or a fresh parse); its file stem must be
+    :func:`card_stem` of its ``name``."""
+    card, lines, problems = load_model(path, ServerCard, read=read)
     if card is not None and card_stem(card.name) != path.stem:
         message = f"name {card.name!r} must give the file name {card_stem(card.name)}{path.suffix} (got {path.name})"
         return None, lines, [*problems, Problem(path, line_of(lines, ("name",)), message)]
@@ -139,7 +137,21 @@ def card_path(root: Path | None, server: str) -> Path:
     return yml if yml.is_file() and not (folder / f"{stem}.yaml").is_file() else folder / f"{stem}.yaml"
 
 
-def unused_cards(registry: Registry) -> list[Problem]:
+class Carded(Protocol):
+    """What the checks below read of a registry (:class:`~prompt_composer.core.registry.Registry` is one). Declared
+    here, so that this module, which the registry imports, needs nothing of it."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolDoc]: ...
+
+    @property
+    def servers(self) -> Mapping[str, ServerCard]: ...
+
+    @property
+    def root(self) -> Path | None: ...
+
+
+def unused_cards(registry: Carded) -> list[Problem]:
     """Warnings, not errors: each card that no tool of the registry refers to (a server whose tools were removed,
     or a misspelt name), at the card's file."""
     used = {doc.origin.server for doc in registry.tools.values() if doc.origin is not None}
@@ -150,7 +162,7 @@ def unused_cards(registry: Registry) -> list[Problem]:
     ]
 
 
-def servers_without_cards(registry: Registry, names: Iterable[str] | None = None) -> dict[str, list[str]]:
+def servers_without_cards(registry: Carded, names: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Server → its tools (among ``names``, default all), for each server with imported tools and no card."""
     missing: dict[str, list[str]] = {}
     for name in names if names is not None else registry.tools:

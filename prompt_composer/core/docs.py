@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from ..errors import Problem
-from ..shared.yamlfile import load_named_model
+from ..shared.yamlfile import YamlReader, load_named_model, read_yaml
 
 NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"  # what the Anthropic and OpenAI tool APIs accept
 BRIEF_MAX_WORDS = 100
@@ -127,9 +127,9 @@ class ToolDoc(BaseModel):
         return bool(self.quarantine)
 
 
-def load_tool_file(path: Path) -> tuple[ToolDoc | None, list[Problem]]:
-    """Load one tool doc; its ``name`` must equal the file's stem."""
-    doc, _, problems = load_named_model(path, ToolDoc, "name")
+def load_tool_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ToolDoc | None, list[Problem]]:
+    """Load one tool doc (read with ``read``); its ``name`` must equal the file's stem."""
+    doc, _, problems = load_named_model(path, ToolDoc, "name", read=read)
     return doc, problems
 
 
@@ -144,7 +144,7 @@ class GroupDoc(BaseModel):
     description: str = ""
 
 
-def load_group_file(path: Path) -> tuple[GroupDoc | None, list[Problem]]:
-    """Load one group doc; its ``name`` must equal the file's stem."""
-    group, _, problems = load_named_model(path, GroupDoc, "name")
+def load_group_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[GroupDoc | None, list[Problem]]:
+    """Load one group doc (read with ``read``); its ``name`` must equal the file's stem."""
+    group, _, problems = load_named_model(path, GroupDoc, "name", read=read)
     return group, problems

@@ -1,6 +1,7 @@
 """A registry that follows its folder: hot reload for long-running agents and gateways.
 
-``LiveRegistry(docs_dir)`` loads the folder like :func:`~prompt_composer.registry.load_registry`. When the docs
+``LiveRegistry(docs_dir)`` loads the folder like :func:`~prompt_composer.registry.load_registry` (through the
+parsed-file cache unless ``cache=False``, so a reload parses only the files that changed). When the docs
 change (:meth:`LiveRegistry.reload`, called by you, by :meth:`LiveRegistry.watch`'s polling thread, or on a signal
 with :meth:`LiveRegistry.reload_on_signal`), the new folder is validated *completely* first; only a registry that
 loads without a single problem replaces the current one, in one reference assignment, so a reader sees either
@@ -65,6 +66,7 @@ class LiveRegistry:
         keep: int = 8,
         on_reload: Callable[[Registry], None] | None = None,
         on_error: Callable[[LoadError], None] | None = None,
+        cache: bool = True,
     ) -> None:
         if keep < 1:
             raise ValueError("keep must be at least 1")
@@ -72,10 +74,12 @@ class LiveRegistry:
         self._keep = keep
         self._on_reload = on_reload
         self._on_error = on_error
+        self._cache = cache  # load_registry's: a reload parses only the files that changed
         self._lock = threading.Lock()  # serialises reloads; readers never take it
         self._seen = snapshot(self.root)
         self._pending: Snapshot | None = None  # a change seen by the last poll, reloaded once it stands still
-        registry = load_registry(self.root)  # the first load must succeed: there is nothing to fall back to
+        # The first load must succeed: there is nothing to fall back to.
+        registry = load_registry(self.root, cache=cache)
         self._versions: OrderedDict[str, Composer] = OrderedDict()
         self._current = self._remember(registry)
         self.problems: tuple[Problem, ...] = ()
@@ -105,7 +109,7 @@ class LiveRegistry:
         with self._lock:
             before = snapshot(self.root)
             try:
-                registry = load_registry(self.root)
+                registry = load_registry(self.root, cache=self._cache)
             except LoadError as exc:
                 self.problems = exc.problems
                 self._seen = before

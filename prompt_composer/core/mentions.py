@@ -104,6 +104,8 @@ def _shown_texts(composer: Composer, mode: Mode) -> Iterator[tuple[str, str]]:
 def foreign_mentions(composer: Composer, mode: Mode) -> list[ForeignMention]:
     """Each (text, tool) where a text shown in ``mode`` names a registry tool the mode does not allow."""
     foreign = _Names(name for name in composer.registry.tools if not mode.allows(name))
+    if not foreign.names:  # the mode allows every tool: no text can name one it lacks
+        return []
     found: dict[tuple[str, str], None] = {}
     for where, text in _shown_texts(composer, mode):
         for tool in sorted(foreign.in_text(text)):

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import regex
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -22,7 +21,7 @@ from pydantic import (
 )
 
 from ..errors import Problem, did_you_mean
-from ..shared.yamlfile import LineMap, line_of, load_named_model, read_yaml, validation_problems
+from ..shared.yamlfile import LineMap, YamlReader, line_of, load_named_model, read_yaml, validation_problems
 from .docs import ToolDoc
 
 ToolStyle = Literal["native", "text"]
@@ -45,6 +44,8 @@ class FileRestriction(BaseModel):
     @field_validator("file_regex")
     @classmethod
     def _compiles(cls, value: str) -> str:
+        import regex  # here, not at the top: only a mode with file restrictions needs it
+
         try:
             regex.compile(value)
         except regex.error as exc:
@@ -52,6 +53,8 @@ class FileRestriction(BaseModel):
         return value
 
     def allows(self, path: str) -> bool:
+        import regex
+
         return regex.search(self.file_regex, path.replace("\\", "/").removeprefix("./")) is not None
 
 
@@ -85,6 +88,13 @@ class TierConfig(BaseModel):
     stubs: StrictBool = False
 
 
+DEFAULT_RECENT_SIZE = 4
+"""``recent_size`` when a mode file leaves it out: the middle of the shipped modes' 3 to 6."""
+DEFAULT_BUDGET_TOKENS = 10_000
+"""``budget_tokens`` when a mode file leaves it out: a guard against a blow-up (an import of a large server into
+the mode), not a tuned figure; about the worst case of the shipped mode with the most tools (debug, 22)."""
+
+
 class ModeConfig(BaseModel):
     """A mode file as the user writes it (``tool_docs/modes/<slug>.yaml``)."""
 
@@ -98,8 +108,8 @@ class ModeConfig(BaseModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     permanent: tuple[str, ...] = ()
-    recent_size: StrictInt = Field(ge=0)  # strict: `true` or "2" are mistakes, not 1 and 2
-    budget_tokens: StrictInt = Field(gt=0)
+    recent_size: StrictInt = Field(default=DEFAULT_RECENT_SIZE, ge=0)  # strict: `true` or "2" are mistakes
+    budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0)
     tool_style: ToolStyle = "native"
     custom_instructions: str = ""
     # Optional: per group, the files its tools may touch (Roo Code's fileRegex), e.g. architect edits only *.md.
@@ -218,9 +228,9 @@ class Mode:
         return None
 
 
-def load_mode_file(path: Path) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
-    """Load one mode file; its ``slug`` must equal the file's stem."""
-    return load_named_model(path, ModeConfig, "slug")
+def load_mode_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
+    """Load one mode file (read with ``read``); its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug", read=read)
 
 
 def resolve_mode(

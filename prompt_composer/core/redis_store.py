@@ -70,9 +70,10 @@ try:
     from redis.exceptions import TimeoutError as RedisTimeoutError
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "prompt_composer.redis_store needs the redis client: pip install 'prompt-composer[redis]'"
-    ) from exc
+    from ..errors import MissingExtraError
+    from ..shared.extras import needs_extra
+
+    raise MissingExtraError(needs_extra("RedisSessionStore", "redis"), extra="redis") from exc
 
 from ..errors import SessionStoreError
 from .session import DEFAULT_DISCOVERED, DEFAULT_HISTORY, SessionData, TaskSession

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -12,10 +13,14 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
-from ..shared.yamlfile import line_of, yaml_files
+from ..shared.journal_state import journal_problems
+from ..shared.yamlcache import YamlCache
+from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
 from .cards import SERVERS_FOLDER, ServerCard, card_of, load_card_file
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
+
+logger = logging.getLogger(__name__)
 
 
 def default_docs_dir() -> Path:
@@ -140,7 +145,9 @@ class Registry:
         return card_of(doc, self.servers) if doc is not None else None
 
 
-def load_registry(directory: str | Path | None = None, *, overlay: str | Path | None = None) -> Registry:
+def load_registry(
+    directory: str | Path | None = None, *, overlay: str | Path | None = None, cache: bool = True
+) -> Registry:
     """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes), the optional
     ``directory/groups/*.yaml`` (group workflows) and ``directory/servers/*.yaml`` (server cards, see
     :mod:`~prompt_composer.core.cards`), all or nothing.
@@ -150,17 +157,56 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     tool the mode does not allow) are reported at its own lines like any other file's.
 
     Every problem in every file is collected; if there is any, :class:`LoadError` lists them all and no
-    registry is returned. A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an
-    error: :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
+    registry is returned. A folder with an interrupted import that had committed (a staging folder with
+    ``COMMITTED``: it may hold a mix of old and new files) is a :class:`LoadError` naming the staging folder and
+    what recovery would do; loading never completes, undoes or deletes a journal (``prompt-composer import
+    --recover`` does, for one it wrote). An import that had not committed left the folder as it was: it is
+    loaded, with a warning on the ``prompt_composer.shared.journal_state`` logger.
+
+    A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an error:
+    :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
+
+    ``cache``: the folder's files are parsed once and kept in the user cache
+    (:mod:`prompt_composer.shared.yamlcache`); a later load parses only the files that changed. What comes from
+    the cache is validated like a fresh parse, and a load that finds a problem parses every file again, so
+    problems are placed exactly. ``cache=False`` parses every file and leaves the cache alone.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
     if not root.is_dir():
         raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
+    problems = journal_problems(root)
+    if problems:  # the folder may be half old, half new: its other problems would only mislead
+        raise LoadError(problems)
+    files = _cache_of(root) if cache else None
+    if files is None:
+        return _load(root, overlay, read_yaml)
+    try:
+        return _load(root, overlay, files.read)
+    except LoadError:
+        if not files.hits:  # nothing came from the cache: these problems are a fresh parse's
+            raise
+        return _load(root, overlay, files.parse)  # (raises again, now with every problem at its line)
+    finally:
+        files.save()
+
+
+def _cache_of(root: Path) -> YamlCache | None:
+    """The parsed-file cache of ``root``, or None when there is no user cache folder to keep it in (no home
+    folder): the folder then loads as without a cache."""
+    try:
+        return YamlCache(root)
+    except (RuntimeError, OSError) as exc:  # Path.home() raises RuntimeError when there is no home to find
+        logger.info("loading %s without the parsed-file cache: %s", root, exc)
+        return None
+
+
+def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
+    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read``."""
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
     for path in yaml_files(root):
-        doc, doc_problems = load_tool_file(path)
+        doc, doc_problems = load_tool_file(path, read=read)
         problems += doc_problems
         if doc is None:
             broken.add(path.stem)
@@ -172,7 +218,7 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
     if (root / "modes").exists() and not (root / "modes").is_dir():
         problems.append(Problem(root / "modes", 1, "modes is not a folder: mode files go in modes/<slug>.yaml"))
     for path in yaml_files(root / "modes"):
-        config, lines, mode_problems = load_mode_file(path)
+        config, lines, mode_problems = load_mode_file(path, read=read)
         problems += mode_problems
         if config is None:
             continue
@@ -186,28 +232,28 @@ def load_registry(directory: str | Path | None = None, *, overlay: str | Path | 
         problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
     groups: dict[str, GroupDoc] = {}
     for path in yaml_files(root / "groups"):
-        group, group_problems = load_group_file(path)
+        group, group_problems = load_group_file(path, read=read)
         problems += group_problems
         if group is not None:
             if group.name in groups:
                 problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
             groups[group.name] = group
-    servers, server_problems = _load_cards(root / SERVERS_FOLDER)
+    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read)
     problems += server_problems
     if problems:
         raise LoadError(problems)
     return Registry._build(tools, modes, root, groups, servers)
 
 
-def _load_cards(folder: Path) -> tuple[dict[str, ServerCard], list[Problem]]:
-    """The server cards of ``folder`` by name, and their problems (a card no tool refers to is only a warning:
-    :func:`~prompt_composer.core.cards.unused_cards`)."""
+def _load_cards(folder: Path, read: YamlReader) -> tuple[dict[str, ServerCard], list[Problem]]:
+    """The server cards of ``folder`` by name (each read with ``read``, so cached like the other files), and their
+    problems (a card no tool refers to is only a warning: :func:`~prompt_composer.core.cards.unused_cards`)."""
     problems: list[Problem] = []
     if folder.exists() and not folder.is_dir():
         return {}, [Problem(folder, 1, "servers is not a folder: server cards go in servers/<server>.yaml")]
     cards: dict[str, ServerCard] = {}
     for path in yaml_files(folder):
-        card, lines, card_problems = load_card_file(path)
+        card, lines, card_problems = load_card_file(path, read=read)
         problems += card_problems
         if card is not None:
             if card.name in cards:
@@ -224,7 +270,12 @@ def modes_folder_problem(root: Path) -> Problem | None:
         return None
     if modes.exists():
         return Problem(modes, 1, "modes is not a folder: mode files go in modes/<slug>.yaml")
-    return Problem(modes, 1, "no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped)")
+    return Problem(
+        modes,
+        1,
+        "no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped), or let "
+        f"`prompt-composer init {root} --add-mode NAME` write one allowing every group here",
+    )
 
 
 def _apply_overlay_file(

@@ -1,24 +1,17 @@
-"""Where discovery keeps its files: the user cache folder (:func:`default_cache_dir`), which holds ``vectors/``,
-one vector file per embedding model (:func:`vector_cache_path`), and ``models/``, the unpacked USE model
-(:mod:`.use_model`).
+"""Where discovery keeps its files: the user cache folder (:func:`default_cache_dir`, from
+:mod:`prompt_composer.shared.cache_dir`), which holds ``vectors/``, one vector file per embedding model
+(:func:`vector_cache_path`), and ``models/``, the unpacked USE model (:mod:`.use_model`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
+from ..shared.cache_dir import default_cache_dir
 
-def default_cache_dir() -> Path:
-    """``$PROMPT_COMPOSER_CACHE``, else ``$XDG_CACHE_HOME/prompt-composer``, else ``~/.cache/prompt-composer``
-    (the same rule as the local model's cache)."""
-    explicit = os.environ.get("PROMPT_COMPOSER_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "prompt-composer"
+__all__ = ["default_cache_dir", "vector_cache_path"]
 
 
 def vector_cache_path(embedder_name: str, cache_dir: Path | None = None) -> Path:

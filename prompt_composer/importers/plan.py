@@ -166,6 +166,16 @@ class ImportPlan:
                 f"no mode allows group(s) {', '.join(idle)}: add a group to the `groups:` of the modes that may use "
                 "its tools (writing tools belong only in modes that may change things, such as code)"
             )
+        elif idle:
+            lines.append(
+                f"{self.out} has no mode, so no mode shows these tools (and `validate` fails): "
+                f"prompt-composer init {self.out} --add-mode NAME writes one allowing group(s) {', '.join(idle)}"
+            )
+        if any(c.action == "add" for c in self.changes):
+            lines.append(
+                f"calls of these tools go to MCP server {self.server!r}: `serve` and `run` route them with "
+                f"--servers FILE, whose mcpServers needs an entry named {self.server!r}"
+            )
         return lines
 
     def budget_report(self) -> list[str]:

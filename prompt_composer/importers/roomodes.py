@@ -32,7 +32,16 @@ from ..core.modes import ModeConfig
 from ..core.registry import Registry, default_docs_dir
 from ..errors import ImporterError, LoadError, did_you_mean
 from ..shared.files import read_text
-from .folder import STATE_FILE, files_summary, load_output_folder, read_state, state_text, text_hash, write_files
+from .folder import (
+    STATE_FILE,
+    files_summary,
+    load_output_folder,
+    read_state,
+    recover_output_folder,
+    state_text,
+    text_hash,
+    write_files,
+)
 from .roo_entries import ParsedMode, parse_entry, read_roomodes
 from .yaml_out import dump_yaml
 
@@ -161,6 +170,8 @@ def import_roomodes(
     dry_run: bool = False,
 ) -> RooModesPlan:
     """Import a ``.roomodes`` file into ``out/modes/`` (all or nothing; see the module docstring)."""
+    if not dry_run:
+        recover_output_folder(out)
     plan = plan_roomodes(
         path, out, permanent=permanent, recent_size=recent_size, budget_tokens=budget_tokens, replace=replace
     )

@@ -26,7 +26,7 @@ from ..errors import ImporterError, InputFileError
 from ..mcp.client import ServerSpec
 from ..mcp.upstreams import load_servers
 from .deadline import Deadline
-from .folder import files_summary
+from .folder import files_summary, recover_output_folder
 from .from_mcp import list_server, plan_listing
 from .plan import ImportPlan, apply_plan
 
@@ -52,6 +52,8 @@ class ServersPlan:
         for name, spec, plan in self.plans:
             lines.append(f"== {name} ({spec.describe()})")
             lines += plan.report(dry_run=dry_run, summary=False)
+        if self.plans:  # the file names every server under the name its tools' origin.server holds
+            lines.append(f"`serve` and `run` route these tools' calls with --servers {self.source}")
         lines.append(files_summary(self.files, self.out, dry_run=dry_run))
         return lines
 
@@ -118,6 +120,8 @@ def import_mcp_servers(
     ``timeout`` bounds each server's start and listing, and the whole import ``timeout`` × the number of servers.
     ``prefix`` may hold ``{server}``, each server's name (``--prefix '{server}_'`` keeps namesakes apart)."""
     specs = client_servers(path)
+    if not dry_run:  # a journal that cannot be recovered stops the import before a server is started
+        recover_output_folder(out)
     deadline = Deadline(timeout * len(specs), what=f"the servers of {path}")
     plans: list[tuple[str, ServerSpec, ImportPlan]] = []
     base: ImportPlan | None = None

@@ -23,8 +23,9 @@ JSONL format, version 1
 One JSON object per line, UTF-8, appended in the order the events were emitted (a log may hold many runs and
 tasks; group by ``task``). A reader skips lines it cannot parse (a run killed mid-write may leave a torn last line)
 and events whose ``v`` it does not know, and ignores keys and ``event`` kinds it does not know: later versions
-only add. Times are seconds (floats); ``ts`` is Unix time when the event was emitted, i.e. when what it describes
-had ended.
+only add. A key listed below holds what it says or ``null``; anything else (``"dropped": "abc"``, a count that is
+``NaN`` or negative) is a damaged log, an error naming its line (:func:`read_events`). Times are seconds
+(floats); ``ts`` is Unix time when the event was emitted, i.e. when what it describes had ended.
 
 Every event except ``dropped`` has these keys:
 
@@ -92,9 +93,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import logging
+import math
 import os
+import re
+import stat
 import threading
 import time
 from collections import deque
@@ -104,7 +109,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol, Self, runtime_checkable
 
-from ..shared.files import json_lines
+from ..shared.files import json_lines, line_error
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,8 @@ EVENT_KINDS = ("request", "tool_call", "fetch", "search", "preselect", "refusal"
 OUTCOMES = ("ok", "error", "refused", "denied")
 DEFAULT_MAX_QUEUE = 10_000
 DEFAULT_CLOSE_TIMEOUT = 5.0
+_FIRST_LINE_BYTES = 64 * 1024  # what is read of a log's first line to know it for one
+_LINE_START = re.compile(rb'\{"v":\d+,"ts":[0-9.eE+-]+,"event":"[a-z_]+"')  # how JsonlSink starts every line
 
 
 @runtime_checkable
@@ -170,13 +177,60 @@ class JsonlSink:
 
 
 def _open_append(path: str | Path) -> int:
-    """A descriptor appending to ``path`` (created if missing), opened without waiting for a FIFO's reader."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    """A descriptor appending to ``path``, opened without waiting for a FIFO's reader.
+
+    Appending changes a file, so only to one that is the tool's: a file created here, or a regular file that is
+    empty or starts with an event line (``{"v": …, "event": …}``); never through a symlink (``O_NOFOLLOW``). A
+    FIFO or a device (``/dev/full``) takes the lines as a stream. Anything else is an ``OSError`` saying why, so
+    a log setting pointed at ``~/.bashrc`` writes nothing."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | os.O_NOFOLLOW
     nonblock = getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | nonblock, 0o666)
+    try:
+        fd = os.open(path, flags | nonblock | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        try:
+            fd = os.open(path, flags | nonblock)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and os.path.islink(path):
+                raise OSError(
+                    f"{path} is a symlink: an event log is never appended to through one (name the file itself)"
+                ) from None
+            raise
+        try:
+            _check_appendable(path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
     if nonblock:  # only the open must not wait: writes to a pipe wait for room (on the log's own thread)
         os.set_blocking(fd, True)
     return fd
+
+
+def _check_appendable(path: str | Path, fd: int) -> None:
+    """Refuse (``OSError``) a regular file that holds something other than an event log (see :func:`_open_append`)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return
+    reader = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        again = os.fstat(reader)
+        if (again.st_dev, again.st_ino) != (info.st_dev, info.st_ino):
+            raise OSError(f"{path} changed while it was opened")
+        head = os.pread(reader, _FIRST_LINE_BYTES, 0)
+    finally:
+        os.close(reader)
+    first, newline, _ = head.partition(b"\n")
+    try:
+        event = json.loads(first) if newline or len(head) < _FIRST_LINE_BYTES else None
+    except (ValueError, RecursionError):
+        event = None
+    if event is None and not newline:  # a first line longer than what is read: this writer's own start of line
+        event = {"v": 1, "event": ""} if _LINE_START.match(first) else None
+    if not (isinstance(event, dict) and isinstance(event.get("v"), int) and isinstance(event.get("event"), str)):
+        raise OSError(
+            f"{path} exists and is not an event log (its first line is not an event): the log is appended only to "
+            "a file it created or to an event log"
+        )
 
 
 @dataclass(frozen=True)
@@ -383,7 +437,12 @@ class EventLog:
 
 def read_events(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], int]:
     """The events of one or more JSONL logs, in file order, and the number of lines skipped: not JSON (a torn
-    last line), not an event, or of a later format version."""
+    last line), not an event, or of a later format version.
+
+    An event of a known version whose documented field has the wrong shape (``"dropped": "abc"``, a token count
+    that is ``NaN``, negative or past 2**53, an object where a name belongs) is not skipped: the log is damaged or
+    was not written by us, and a count built on it would be wrong. It is an
+    :class:`~prompt_composer.errors.InputFileError` naming ``path:line`` and the field (:func:`event_problem`)."""
     events: list[dict[str, Any]] = []
     skipped = 0
     for path in paths:
@@ -392,10 +451,96 @@ def read_events(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], int]
             if (
                 isinstance(event, dict)
                 and isinstance(event.get("event"), str)
-                and isinstance(event.get("v"), int)
-                and event["v"] <= SCHEMA_VERSION
+                and type(event.get("v")) is int
+                and 1 <= event["v"] <= SCHEMA_VERSION
             ):
+                problem = event_problem(event)
+                if problem is not None:
+                    raise line_error(path, line.number, f"event {event['event']!r}: {problem}")
                 events.append(event)
             else:
                 skipped += 1
     return events, skipped
+
+
+# --- the fields of an event of format 1, as the module docstring lists them ------------------------------------
+# Each kind: what each documented field must hold. Any field may be null (an older writer, a value unknown); keys
+# not listed here are ignored, as later versions only add.
+
+_MAX = 2**53  # counts and times past this are no log of ours (and would overflow a float's exact range)
+_COUNT, _SECONDS, _NUMBER, _TEXT, _FLAG, _NAMES, _OBJECT = "count", "seconds", "number", "text", "flag", "names", "obj"
+_WANTED = {
+    _COUNT: "a whole number from 0 to 2**53",
+    _SECONDS: "a number of seconds from 0 to 2**53",
+    _NUMBER: "a finite number",
+    _TEXT: "a string",
+    _FLAG: "true or false",
+    _NAMES: "a list of strings",
+    _OBJECT: "an object",
+}
+_COMMON = {"ts": _SECONDS, "task": _TEXT, "mode": _TEXT, "fingerprint": _TEXT, "provider": _TEXT, "iteration": _COUNT}
+_USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_FIELDS: dict[str, dict[str, str]] = {
+    "request": {
+        "model": _TEXT, "stream": _FLAG, "policy": _TEXT, "outcome": _TEXT, "latency_s": _SECONDS,
+        "first_token_s": _SECONDS, "usage": _OBJECT, "stop_reason": _TEXT, "composed_tokens": _COUNT,
+        "full": _COUNT, "brief": _COUNT,
+    },
+    "tool_call": {
+        "call_id": _TEXT, "tool": _TEXT, "via": _TEXT, "outcome": _TEXT, "duration_s": _SECONDS, "listed": _TEXT,
+        "expanded": _FLAG, "input": _OBJECT, "output": _TEXT,
+    },
+    "fetch": {"call_id": _TEXT, "tool": _TEXT, "outcome": _TEXT},
+    "search": {
+        "call_id": _TEXT, "hits": _NAMES, "hit_count": _COUNT, "total": _COUNT, "miss": _FLAG,
+        "confidence": _NUMBER, "strategy": _TEXT, "activated": _NAMES, "query": _TEXT,
+    },
+    "refusal": {"call_id": _TEXT, "tool": _TEXT, "via": _TEXT, "reason": _TEXT},
+    "promotion": {"tool": _TEXT, "kind": _TEXT},
+    "list": {"tools": _COUNT, "full": _NAMES},
+    "preselect": {"tools": _NAMES, "confidence": _NUMBER, "query": _TEXT},
+    "dropped": {"dropped": _COUNT, "queue_full": _COUNT, "sink_errors": _COUNT, "after_close": _COUNT},
+}  # fmt: skip
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None:
+        return True
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _FLAG:
+        return isinstance(value, bool)
+    if kind == _NAMES:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if kind == _OBJECT:
+        return isinstance(value, dict)
+    if kind == _COUNT:
+        return type(value) is int and 0 <= value <= _MAX
+    if type(value) not in (int, float) or (isinstance(value, float) and not math.isfinite(value)):
+        return False  # an int is compared as it is: 10**400 cannot become a float
+    return bool(0 <= value <= _MAX if kind == _SECONDS else abs(value) <= _MAX)
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return "an object" if isinstance(value, dict) else "a list"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    text = json.dumps(value) if isinstance(value, bool) or value is None else repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def event_problem(event: Mapping[str, Any]) -> str | None:
+    """What is wrong with a format-1 event's documented fields (``"usage.input_tokens is 'abc', not a whole number
+    from 0 to 2**53"``), or ``None``: the check :func:`read_events` makes of every event it returns."""
+    fields = {**_COMMON, **_FIELDS.get(event["event"], {})}
+    for key, kind in fields.items():
+        value = event.get(key)
+        if not _fits(value, kind):
+            return f"{key} is {_described(value)}, not {_WANTED[kind]}"
+    usage = event.get("usage")
+    if event["event"] == "request" and isinstance(usage, dict):
+        for key in _USAGE:
+            if not _fits(usage.get(key), _COUNT):
+                return f"usage.{key} is {_described(usage[key])}, not {_WANTED[_COUNT]}"
+    return None

@@ -40,7 +40,10 @@ class OtelSink:
         try:
             from opentelemetry import metrics, trace
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("OtelSink needs OpenTelemetry: pip install 'prompt-composer[otel]'") from exc
+            from ..errors import MissingExtraError
+            from ..shared.extras import needs_extra
+
+            raise MissingExtraError(needs_extra("OtelSink", "otel"), extra="otel") from exc
         from ..shared.version import VERSION as __version__
 
         self._trace = trace

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.registry import Registry
-from ..shared.text import plural, table
+from ..shared.text import md_cell, plural, shown, table
 from .events import SCHEMA_VERSION
 from .traces import Task
 
@@ -133,9 +133,12 @@ class StatsReport:
         }
 
     def render(self, *, markdown: bool = False) -> str:
-        """Plain-text tables (``markdown=True``: Markdown ones)."""
+        """Plain-text tables (``markdown=True``: Markdown ones). The log's strings (tool and mode names, paths,
+        fingerprints) are outside strings: shown escaped, and literal in Markdown (:func:`md_cell`)."""
         heading = "## " if markdown else ""
-        lines = [f"{heading}Tools ({self.source}: {plural(self.events, 'event')}, {plural(self.tasks, 'task')})", ""]
+        text = md_cell if markdown else shown
+        counts = f"{plural(self.events, 'event')}, {plural(self.tasks, 'task')}"
+        lines = [f"{heading}Tools ({text(self.source)}: {counts})", ""]
         lines += table(
             ["tool", "uses", "first uses", "fetches", "fetched, unused", "refusals", "errors", "denied"],
             [t.cells() for t in self.tools],
@@ -179,7 +182,7 @@ class StatsReport:
             lines += table(["mode", "preselected", "then used", "precision", "recall"], rows, markdown=markdown)
         if self.notes:
             lines += ["", f"{heading}Notes", ""]
-            lines += [f"- {note}" for note in self.notes]
+            lines += [f"- {text(note)}" for note in self.notes]
         return "\n".join(lines)
 
 

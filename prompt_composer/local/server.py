@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import InputFileError, LocalModelError
+from ..shared.extras import needs_extra
 from ..shared.files import read_text
 from ..shared.net import is_loopback
 from .weights import DEFAULT_WEIGHTS, is_set_up, model_path
@@ -43,11 +44,12 @@ def chat_template(name: str) -> str:
     )
 
 
-def _runtime() -> Any:
+def runtime() -> Any:
+    """The llama.cpp runtime (``xllamacpp``), or :class:`LocalModelError` naming the ``local`` extra."""
     try:
         import xllamacpp
     except ImportError as exc:
-        raise LocalModelError("the local model runtime is not installed: pip install 'prompt-composer[local]'") from exc
+        raise LocalModelError(needs_extra("the local model runtime (llama.cpp)", "local")) from exc
     return xllamacpp
 
 
@@ -83,7 +85,7 @@ def serve(
         raise LocalModelError(f"no model file at {path}")
     if template is None:
         template = "gguf" if gguf is not None else DEFAULT_WEIGHTS.chat_template
-    xllamacpp = _runtime()
+    xllamacpp = runtime()
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = ctx

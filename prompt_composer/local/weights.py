@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LocalModelError
+from ..shared.cache_dir import default_cache_dir
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,7 @@ _CHUNK = 1 << 20
 def cache_dir() -> Path:
     """Where models live: ``$PROMPT_COMPOSER_CACHE``, else ``$XDG_CACHE_HOME/prompt-composer``, else
     ``~/.cache/prompt-composer``."""
-    explicit = os.environ.get("PROMPT_COMPOSER_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "prompt-composer"
+    return default_cache_dir()
 
 
 def model_path(weights: Weights = DEFAULT_WEIGHTS, cache: Path | None = None) -> Path:

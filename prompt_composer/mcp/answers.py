@@ -211,7 +211,8 @@ class Answers:
         executor = self.executors.get(tool)
         if executor is None:
             where = (
-                f"it comes from MCP server {doc.origin.server!r}, and no servers file was given (--servers)"
+                f"it comes from MCP server {doc.origin.server!r}, and no servers file was given (--servers FILE, "
+                f"with an mcpServers entry named {doc.origin.server!r})"
                 if doc.origin is not None
                 else "it has no executor in this gateway"
             )

@@ -14,6 +14,8 @@ list. This module supplies what it needs:
 - Modes as scopes: a token may use mode ``code`` when its scopes hold ``mode:code`` (or ``mode:*``). A gateway
   serves one mode and requires its scope on every request, so a token for mode A gets ``403`` for the list and
   every call of a gateway serving mode B; nothing of B is listed, fetched or run.
+- Principals: who a token stands for (:func:`principal_of`), which is whose tasks it may use (see
+  :mod:`prompt_composer.mcp.tasks`): a static token by its variable's name, a JWT by its issuer and subject.
 - :func:`check_exposure`: an address other than loopback without a verifier is refused unless the caller says
   ``allow_unauthenticated``; the gateway hands every upstream tool (and its credentials) to whoever reaches it.
 """
@@ -23,20 +25,67 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import math
 import os
+import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any, Literal, Protocol
+from urllib.parse import quote, urlsplit
 
-from ..errors import AuthConfigError
+from ..core.bounds import json_depth
+from ..errors import AuthConfigError, InputFileError
+from ..shared.extras import needs_extra
+from ..shared.files import read_text
+from ..shared.net import netloc
 
 MODE_SCOPE = "mode:"  # a token's scope ``mode:<slug>`` lets it use that mode; ``mode:*`` every mode
 ALL_MODES = "*"
 LOOPBACK_NAMES = ("localhost",)
-_JWKS_LIMIT = 1_000_000  # bytes: a key set is a few KB; a larger file is not one
+JWKS_LIMIT = 1_000_000  # bytes: a key set is a few KB; a larger file is not one
+# A JWKS nests 4 levels ({"keys": [{"x5c": [...]}]}); anything far deeper is not one, and is refused before it
+# is walked.
+JWKS_DEPTH = 16
+# The claim under which the verifiers of this module put a token's :class:`Principal` (an object no JSON claim can
+# forge: a verifier that copies an identity provider's claims copies strings, numbers, lists and objects only).
+PRINCIPAL_CLAIM = "prompt_composer.principal"
+# A port in an Origin: ASCII digits only (str.isdigit() also takes "²" and other digits).
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a token stands for, as the gateway keys task state: ``kind`` ``"token"`` for a static token (``name``:
+    the environment variable it was configured under) or ``"subject"`` for a user of an identity provider
+    (``issuer``: its ``iss``; ``name``: its ``sub``). Two principals share state only when all three are equal."""
+
+    kind: Literal["token", "subject"]
+    name: str
+    issuer: str = ""
+
+    def key(self) -> str:
+        """The principal as one string, different for any two principals: ``token/<name>`` or
+        ``subject/<issuer>/<subject>``, each part percent-encoded (``/`` and ``%`` included), so no issuer or
+        subject can spell another principal's key, and the kinds cannot meet."""
+        parts = (self.name,) if self.kind == "token" else (self.issuer, self.name)
+        return "/".join([self.kind, *(quote(p.encode("utf-8", "surrogatepass"), safe="") for p in parts)])
+
+
+def principal_of(access: Any) -> Principal | None:
+    """The principal of a verified token (an ``AccessToken``): the one a verifier of this module attached, else for
+    any other verifier's token its ``subject`` under the issuer of its ``claims`` (``iss``). ``None`` when the
+    token names no user (a JWT without ``sub``): its requests cannot be told apart from another user's."""
+    claims = getattr(access, "claims", None) or {}
+    attached = claims.get(PRINCIPAL_CLAIM) if isinstance(claims, dict) else None
+    if isinstance(attached, Principal):
+        return attached
+    subject = getattr(access, "subject", None)
+    if not isinstance(subject, str) or not subject:
+        return None
+    issuer = claims.get("iss") if isinstance(claims, dict) else None
+    return Principal("subject", subject, issuer=str(issuer) if issuer is not None else "")
 
 
 class Verifier(Protocol):
@@ -90,6 +139,11 @@ class StaticTokens:
                     f"--auth-token-env {spec}: the token in {name} is shorter than 16 characters; use a random one "
                     "(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
                 )
+            earlier = tokens.get(value.strip())
+            if earlier is not None and earlier[0] != name:  # one token, two principals: whose tasks would it use?
+                raise AuthConfigError(
+                    f"--auth-token-env {spec}: {name} holds the same token as {earlier[0]}; give each client its own"
+                )
             tokens[value.strip()] = (name, modes)
         return cls(tokens)
 
@@ -101,7 +155,8 @@ class StaticTokens:
                 found = (name, modes)
         if found is None:
             return None
-        return _access_token(token, found[0], mode_scopes(sorted(found[1])))
+        principal = Principal("token", found[0])
+        return _access_token(token, found[0], mode_scopes(sorted(found[1])), claims={PRINCIPAL_CLAIM: principal})
 
 
 class JwtVerifier:
@@ -109,10 +164,12 @@ class JwtVerifier:
     ``jwks_uri`` document, saved; re-read when the file changes, so a key rotation needs no restart).
 
     A token is accepted when its signature verifies with a key of the set (algorithms ``algorithms``), its
-    ``iss`` is ``issuer``, its ``aud`` is or holds ``audience``, and ``exp`` is present and in the future
-    (``nbf``, when present, in the past; ``leeway`` seconds of clock skew). The modes it may use are its
-    ``mode:<slug>`` scopes, read from ``scope`` (a space-separated string) or ``scp`` (a list), or from the claim
-    named ``modes_claim`` (a list or comma/space-separated string of slugs) when given."""
+    ``iss`` is ``issuer``, its ``aud`` is or holds ``audience``, and its times hold with ``leeway`` seconds of
+    clock skew either way: ``exp`` (required) not ``leeway`` seconds past, ``nbf`` and ``iat`` (when present) not
+    more than ``leeway`` seconds ahead; each a finite number. The modes it may use are its ``mode:<slug>``
+    scopes, read from ``scope`` and ``scp`` (each a space-separated string or a list of strings), or from the claim
+    named ``modes_claim`` (a list or comma/space-separated string of slugs) when given. Its principal is its
+    ``iss`` and ``sub``; a token without ``sub`` is valid but names no user, so it cannot name a task."""
 
     def __init__(
         self,
@@ -123,19 +180,23 @@ class JwtVerifier:
         algorithms: Iterable[str] = ("RS256", "ES256", "PS256", "EdDSA"),
         modes_claim: str | None = None,
         leeway: int = 30,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         try:
             import joserfc  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise AuthConfigError("JWT verification needs joserfc: pip install 'prompt-composer[auth]'") from exc
+            raise AuthConfigError(needs_extra("JWT verification (--auth-jwks)", "auth")) from exc
         if not issuer or not audience:
             raise AuthConfigError("a JWKS verifier needs both an issuer (--auth-issuer) and an audience")
+        if leeway < 0:
+            raise AuthConfigError(f"a JWKS verifier's leeway is {leeway} seconds; it cannot be negative")
         self.path = Path(jwks)
         self.issuer = issuer
         self.audience = audience
         self.algorithms = list(algorithms)
         self.modes_claim = modes_claim
         self.leeway = leeway
+        self.clock = clock
         self._stamp: tuple[int, int] | None = None
         self._keys: Any = None
         self._load()  # a bad file fails at start, not on the first request
@@ -145,22 +206,29 @@ class JwtVerifier:
         from joserfc.jwk import KeySet
 
         try:
-            stat = self.path.stat()
+            stat = self.path.stat()  # never blocks, whatever the path is; the read below refuses what is no file
             if (stat.st_mtime_ns, stat.st_size) == self._stamp:
                 return self._keys
-            if stat.st_size > _JWKS_LIMIT:
-                raise AuthConfigError(f"{self.path}: {stat.st_size} bytes is not a JWKS file (limit {_JWKS_LIMIT})")
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            # A regular file only (a FIFO would block, /dev/zero never end), at most JWKS_LIMIT bytes.
+            text = read_text(self.path, what="JWKS file", max_bytes=JWKS_LIMIT)
+            data = json.loads(text)
+            if json_depth(data, JWKS_DEPTH) > JWKS_DEPTH:
+                raise AuthConfigError(f"{self.path}: not a JWKS document: nested more than {JWKS_DEPTH} levels deep")
             listed = data.get("keys") if isinstance(data, dict) else None
             if not isinstance(listed, list) or not listed:
                 raise AuthConfigError(f'{self.path}: the JWKS file holds no key ({{"keys": [...]}})')
             if any(isinstance(k, dict) and "d" in k for k in listed):
                 raise AuthConfigError(f"{self.path}: the JWKS file holds a private key; give the public keys only")
             keys = KeySet.import_key_set({"keys": listed})
+        except InputFileError as exc:
+            raise AuthConfigError(str(exc)) from None
         except OSError as exc:
-            raise AuthConfigError(f"{self.path}: cannot read the JWKS file: {exc.strerror or exc}") from exc
+            raise AuthConfigError(f"{self.path}: cannot read the JWKS file: {exc.strerror or exc}") from None
+        except RecursionError:  # the decoder recurses once a level: "[[[[…" thousands deep
+            raise AuthConfigError(f"{self.path}: not a JWKS document: nested too deeply to read") from None
         except (JoseError, ValueError, TypeError, KeyError) as exc:
-            raise AuthConfigError(f'{self.path}: not a JWKS document ({{"keys": [...]}}): {exc}') from exc
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise AuthConfigError(f'{self.path}: not a JWKS document ({{"keys": [...]}}): {reason}') from None
         self._stamp = (stat.st_mtime_ns, stat.st_size)
         self._keys = keys
         return keys
@@ -174,45 +242,79 @@ class JwtVerifier:
             keys = self._load()
         except AuthConfigError:
             keys = self._keys  # a rotation caught mid-write: keep the last good set
+        now = self.clock()
         try:
             decoded = jwt.decode(token, keys, algorithms=self.algorithms)
+            claims = dict(decoded.claims)
+            if not self.times_hold(claims, now):
+                return None
             registry = jwt.JWTClaimsRegistry(
+                now=int(now),
                 leeway=self.leeway,
                 iss={"essential": True, "value": self.issuer},
                 aud={"essential": True, "value": self.audience},
                 exp={"essential": True},
             )
-            registry.validate(decoded.claims)
-        except (JoseError, ValueError, TypeError, KeyError):
+            registry.validate(claims)
+        except (JoseError, ValueError, TypeError, KeyError, RecursionError):
             return None
-        return dict(decoded.claims)
+        return claims
+
+    def times_hold(self, claims: Mapping[str, Any], now: float) -> bool:
+        """Whether ``exp`` (required), ``nbf`` and ``iat`` are finite numbers that hold at ``now``, give or take
+        :attr:`leeway` seconds: the token expired less than ``leeway`` seconds ago at most, and starts (``nbf``)
+        or was issued (``iat``) at most ``leeway`` seconds ahead of this clock."""
+        times = {name: claims[name] for name in ("exp", "nbf", "iat") if name in claims}
+        if "exp" not in times or not all(_numeric_date(v) for v in times.values()):
+            return False
+        if now >= times["exp"] + self.leeway:
+            return False
+        return all(times[name] <= now + self.leeway for name in ("nbf", "iat") if name in times)
 
     def modes(self, claims: Mapping[str, Any]) -> frozenset[str]:
         if self.modes_claim is not None:
-            value = claims.get(self.modes_claim, ())
-            items = value.replace(",", " ").split() if isinstance(value, str) else value
-            return frozenset(str(i) for i in items) if isinstance(items, list | tuple) else frozenset()
-        scopes = claims.get("scope", "")
-        items = scopes.split() if isinstance(scopes, str) else claims.get("scp", [])
-        if not isinstance(items, list):
-            return frozenset()
-        return frozenset(str(s)[len(MODE_SCOPE) :] for s in items if str(s).startswith(MODE_SCOPE))
+            value = claims.get(self.modes_claim)
+            return frozenset(_words(value.replace(",", " ") if isinstance(value, str) else value))
+        # RFC 9068 and RFC 8693 say "scope", a space-separated string; Azure AD and Okta say "scp" (a string, or a
+        # list): both are read, and together they are the token's scopes.
+        scopes = [*_words(claims.get("scope")), *_words(claims.get("scp"))]
+        return frozenset(s[len(MODE_SCOPE) :] for s in scopes if s.startswith(MODE_SCOPE))
 
     async def verify_token(self, token: str) -> Any:
         claims = self.claims(token)
         if claims is None:
             return None
         subject = claims.get("sub")
+        subject = subject if isinstance(subject, str) and subject else None
         client = claims.get("client_id") or claims.get("azp") or subject or "jwt"
-        exp = claims.get("exp")
+        attached: dict[str, Any] = {"iss": self.issuer}
+        if subject is not None:
+            attached[PRINCIPAL_CLAIM] = Principal("subject", subject, issuer=self.issuer)
         return _access_token(
             token,
             str(client),
             mode_scopes(sorted(self.modes(claims))),
-            expires_at=int(exp) if isinstance(exp, int | float) else None,
-            subject=str(subject) if subject is not None else None,
-            claims={"iss": claims.get("iss")},
+            # the moment this gateway stops taking it: the SDK and _ServedMode compare expires_at without leeway
+            expires_at=math.floor(claims["exp"]) + self.leeway,
+            subject=subject,
+            claims=attached,
         )
+
+
+def _numeric_date(value: Any) -> bool:
+    """A JWT time (RFC 7519's NumericDate): a number, not a boolean, finite (JSON's parser takes NaN and 1e400)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _words(value: Any) -> list[str]:
+    """A claim that is a space-separated string or a list of strings, as its words (anything else: none)."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    return []
 
 
 class AnyOf:
@@ -262,7 +364,7 @@ class HttpSecurity:
     allow_unauthenticated: bool = False
 
     def resource(self, host: str, port: int) -> str:
-        return self.resource_url or f"http://{_netloc(host, port)}/mcp"
+        return self.resource_url or f"http://{netloc(host, port)}/mcp"
 
     def origins(self, host: str, port: int) -> list[str]:
         parts = urlsplit(self.resource(host, port))
@@ -299,9 +401,11 @@ class HttpSecurity:
 
 
 class OriginGuard:
-    """ASGI middleware: a request whose ``Origin`` header is present and not allowed gets ``403`` before it
-    reaches the MCP endpoint (the Streamable HTTP rule against DNS rebinding and cross-site pages). Entries
-    ending in ``:*`` allow any port. The protected-resource metadata stays readable from any origin."""
+    """ASGI middleware: a request with an ``Origin`` header that is not allowed gets ``403`` before it reaches the
+    MCP endpoint (the Streamable HTTP rule against DNS rebinding and cross-site pages). Every ``Origin`` header of
+    a request is checked (a browser sends one; a request with a second one that is not allowed is refused too).
+    An entry is an exact origin, or ends in ``:*`` for any port: ASCII digits, at most 5. The protected-resource
+    metadata stays readable from any origin."""
 
     def __init__(self, app: Any, allowed: Iterable[str]) -> None:
         self.app = app
@@ -311,12 +415,13 @@ class OriginGuard:
     def allows(self, origin: str) -> bool:
         if origin in self.exact:
             return True
-        return any(origin.startswith(p) and origin[len(p) :].isdigit() for p in self.prefixes)
+        return any(origin.startswith(p) and _PORT.fullmatch(origin[len(p) :]) for p in self.prefixes)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not str(scope.get("path", "")).startswith("/.well-known/"):
-            origin = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"origin"), None)
-            if origin is not None and not self.allows(origin):
+            given = [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"origin"]
+            origin = next((o for o in given if not self.allows(o)), None)
+            if origin is not None:
                 body = json.dumps(
                     {"error": "forbidden_origin", "error_description": f"Origin {origin[:200]!r} is not allowed"}
                 ).encode()
@@ -325,10 +430,6 @@ class OriginGuard:
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
-
-
-def _netloc(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _is_loopback(host: str) -> bool:

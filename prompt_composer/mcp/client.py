@@ -6,7 +6,7 @@ environment and working folder), or the URL of a Streamable HTTP server (with ex
 (:class:`prompt_composer.mcp.upstreams.Upstreams`) hold one per server, and :func:`list_server_tools` (what the
 MCP importer calls) starts one, lists every tool and stops it.
 
-Needs the optional ``mcp`` SDK (``pip install 'prompt-composer[mcp]'``); it is imported on first use, so this
+Needs the optional ``mcp`` SDK (the ``mcp`` extra); it is imported on first use, so this
 module loads without it.
 """
 
@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..errors import MissingExtraError
+from ..shared.extras import needs_extra
 from .replies import ReadableReplies
 
 _MAX_PAGES = 1000  # tools/list pages followed, so a server that never stops paging cannot hold the import
@@ -57,6 +59,18 @@ class ServerSpec(BaseModel):
 
     def describe(self) -> str:
         return self.url if self.url is not None else " ".join((self.command or "", *self.args))
+
+
+def require_sdk(feature: str) -> None:
+    """Raise :class:`MissingExtraError` naming the ``mcp`` extra when the SDK (``mcp`` and its ``mcp_types``)
+    cannot be imported: a command checks this first, so a missing extra is one line, not a traceback from deep
+    inside a server that had started."""
+    try:
+        import anyio  # noqa: F401
+        import mcp  # noqa: F401
+        import mcp_types  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError(needs_extra(feature, "mcp"), extra="mcp") from exc
 
 
 def sdk_installed() -> bool:

@@ -39,6 +39,7 @@ from ..discovery.search import LazySearch, ToolSearch
 from ..errors import SessionStoreError, UnknownModeError
 from ..learn.events import EventLog
 from ..safety.executors import ToolExecutor
+from ..shared.net import bare_host, netloc
 from .answers import Answers, ClientTask, text_block
 from .auth import HttpSecurity, check_exposure
 from .framing import MAX_MESSAGE_BYTES, FramedHTTP, framed_stdio
@@ -279,18 +280,21 @@ async def serve_http(
     security: HttpSecurity | None = None,
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port/mcp``; calls ``ready(url)`` once listening (port 0 picks a free
-    one). ``watch``: follow the live registry (see :meth:`Gateway.follow`). An ``OSError`` says it could not listen.
-    ``security``: tokens and allowed origins (see :mod:`prompt_composer.mcp.auth`); a non-loopback ``host``
-    without a verifier raises :class:`~prompt_composer.errors.AuthConfigError` unless it allows that."""
+    one). ``host``: a name or an address, an IPv6 one with or without brackets (``::1``, ``[::1]``); the URL puts it
+    in brackets. ``watch``: follow the live registry (see :meth:`Gateway.follow`). An ``OSError`` says it could not
+    listen (``ValueError``: ``host`` is no host). ``security``: tokens and allowed origins (see
+    :mod:`prompt_composer.mcp.auth`); a non-loopback ``host`` without a verifier raises
+    :class:`~prompt_composer.errors.AuthConfigError` unless it allows that."""
     import anyio
     import uvicorn
 
+    host = bare_host(host)
     check_exposure(host, security)
     security = security or HttpSecurity()
     try:  # bound first, so that with port 0 the protected-resource metadata names the real port
-        sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        raise OSError(f"cannot listen on {netloc(host, port)}: {exc.strerror or exc}") from exc
     port = sock.getsockname()[1]
     options = security.app_options(gateway.slug, host, port)
     app = gateway.server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES, **options)
@@ -302,7 +306,7 @@ async def serve_http(
         while not server.started:
             await anyio.sleep(0.02)
         bound = server.servers[0].sockets[0].getsockname()[1]
-        url = f"http://{host}:{bound}/mcp"
+        url = f"http://{netloc(host, bound)}/mcp"
         if ready is not None:
             ready(url)
 
@@ -313,4 +317,4 @@ async def serve_http(
         await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
     if not server.started:
-        raise OSError(f"cannot listen on {host}:{port}")
+        raise OSError(f"cannot listen on {netloc(host, port)}")

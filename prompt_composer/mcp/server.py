@@ -12,15 +12,44 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .listing import instructions
+from .listing import Version, instructions
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from ..core.live import LiveRegistry
+    from ..core.modes import Mode
+    from ..core.registry import Registry
+    from .answers import ClientTask
 
 
-def build_server(gateway: Gateway) -> tuple[Any, Any]:
+class Served(Protocol):
+    """What the handlers ask of the gateway they answer for (:class:`~prompt_composer.mcp.gateway.Gateway` is
+    one). Declared here, below the gateway, so that this module needs nothing of it: the gateway builds its server
+    from this module, not the other way round."""
+
+    live: LiveRegistry | None
+    list_ttl_ms: int
+
+    @property
+    def mode(self) -> Mode: ...
+
+    @property
+    def registry(self) -> Registry: ...  # its server cards' instructions are passed on in initialize
+
+    def version(self) -> Version: ...
+
+    def tool_list(self, client: ClientTask) -> list[dict[str, Any]]: ...
+
+    async def answer(self, client: ClientTask, name: str, arguments: Mapping[str, Any]) -> tuple[list[Any], bool]: ...
+
+    def client_of(self, ctx: Any) -> ClientTask: ...
+
+    def joined(self, ctx: Any) -> None: ...
+
+
+def build_server(gateway: Served) -> tuple[Any, Any]:
     """The SDK server answering for ``gateway``, and the subscriptions/listen bus it announces list changes on
     (``None`` without a live registry)."""
     import mcp_types as types

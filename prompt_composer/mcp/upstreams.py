@@ -17,7 +17,7 @@ A call to an imported tool goes to the server whose name equals ``origin.server`
   executor per routed tool; it runs its own :class:`Upstreams` on a background thread, so the sync loop can
   use it too.
 
-Needs the optional ``mcp`` SDK (``pip install 'prompt-composer[mcp]'``).
+Needs the optional ``mcp`` SDK (``pip install 'prompt-composer-tooldocs[mcp]'``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import ExecutorError, InputFileError, UpstreamError
+from ..errors import InputFileError, UpstreamError
 from ..safety.executors import ToolExecutor
 from ..shared.files import read_text
-from .client import ServerSpec, all_tools, open_client
+from .client import ServerSpec, all_tools, open_client, require_sdk
 
 if TYPE_CHECKING:
     import anyio
@@ -368,12 +368,9 @@ def mcp_executors(
     naming the server, so the model reads why instead of "no executor". Results come back as text (see
     :meth:`UpstreamResult.text`); an upstream error result raises, so the loop reports it as an error.
     """
-    try:
-        from anyio.from_thread import start_blocking_portal
-    except ImportError:  # pragma: no cover
-        raise ExecutorError(
-            "routing calls to MCP servers needs the mcp SDK: pip install 'prompt-composer[mcp]'"
-        ) from None
+    require_sdk("routing calls to MCP servers (--servers)")
+    from anyio.from_thread import start_blocking_portal
+
     specs = load_servers(servers) if isinstance(servers, str | Path) else dict(servers)
     source = str(servers) if isinstance(servers, str | Path) else "the servers given"
     upstreams = Upstreams(specs, call_timeout=call_timeout, start_timeout=start_timeout, source=source)

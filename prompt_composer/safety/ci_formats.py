@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..shared.annotations import annotation_path, github_annotation, relative_uri
 from ..shared.version import VERSION
 from .lint import Finding, SecurityReport
 from .rules import QUARANTINE_SEVERITY, RULES, Severity, at_least
@@ -15,17 +16,6 @@ SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 
 # SARIF's result levels for our severities.
 _SARIF_LEVEL: dict[str, str] = {"high": "error", "medium": "warning", "low": "note"}
-
-
-def relative_uri(path: Path, base: Path | None = None) -> str:
-    """``path`` as a URI reference relative to ``base`` (the working directory) when it lies under it: code
-    scanning and annotations match files by their path in the repository. Elsewhere, an absolute ``file:`` URI."""
-    base = (base or Path.cwd()).resolve()
-    resolved = path.resolve()
-    try:
-        return resolved.relative_to(base).as_posix()
-    except ValueError:
-        return resolved.as_uri()
 
 
 def _message(finding: Finding) -> str:
@@ -87,30 +77,6 @@ def to_sarif_json(report: SecurityReport, base: Path | None = None) -> str:
     return json.dumps(to_sarif(report, base), indent=2, ensure_ascii=False)
 
 
-def _escape_data(text: str) -> str:
-    # The workflow-command escapes (actions/toolkit's command.ts): a message may not hold a raw newline.
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def github_annotation(
-    command: str, message: str, *, file: str | None = None, line: int | None = None, title: str = ""
-) -> str:
-    """One workflow command line: ``::error file=a.yaml,line=3,title=…::message``."""
-    props = []
-    if file is not None:
-        props.append(f"file={_escape_property(file)}")
-        if line is not None:
-            props.append(f"line={line}")
-    if title:
-        props.append(f"title={_escape_property(title)}")
-    head = f"::{command} {','.join(props)}" if props else f"::{command}"
-    return f"{head}::{_escape_data(message)}"
-
-
 def to_github(report: SecurityReport, threshold: Severity = QUARANTINE_SEVERITY, base: Path | None = None) -> list[str]:
     """One annotation per finding: ``error`` for those at ``threshold`` or above (they fail the check), else
     ``warning`` or ``notice`` by severity."""
@@ -118,13 +84,7 @@ def to_github(report: SecurityReport, threshold: Severity = QUARANTINE_SEVERITY,
     for f in report.findings:
         failing = at_least(f.severity, threshold)
         command = "error" if failing else "notice" if f.severity == "low" else "warning"
-        file = _annotation_path(f.path, base) if f.path is not None else None
+        file = annotation_path(f.path, base) if f.path is not None else None
         line = (f.line or 1) if file is not None else None
         lines.append(github_annotation(command, _message(f), file=file, line=line, title=f"{f.severity} [{f.rule}]"))
     return lines
-
-
-def _annotation_path(path: Path, base: Path | None) -> str:
-    """A path relative to the working directory (the repository root in a workflow), else the absolute path."""
-    uri = relative_uri(path, base)
-    return str(path.resolve()) if uri.startswith("file:") else uri

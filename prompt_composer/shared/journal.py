@@ -2,15 +2,26 @@
 
 A write goes through a staging folder *inside* the target folder, ``<folder>/.import-staging-XXXXXXXX/``:
 
+0. the staging folder is made (mode 0700) and recorded in the user's state folder, outside any checkout, with a
+   random nonce that also goes into it as ``NONCE`` (:mod:`.journal_records`);
 1. every file is written under ``files/`` in the staging folder (the target is untouched so far);
 2. the marker ``COMMITTED`` is created in the staging folder: this is the commit point;
 3. each staged file is renamed onto its place in the target (``rename(2)`` replaces one file atomically);
-4. the staging folder is removed.
+4. the staging folder and its record are removed.
 
-Whoever finds a staging folder later (the next import, or any CLI command that loads the folder:
-:func:`recover`) finishes step 3 when ``COMMITTED`` is there (the write happened) and otherwise deletes the
-staging folder (it did not). So after a ``SIGKILL`` at any moment the folder, once recovered, is the old one or
-the new one, never a mix. Why a journal rather than swapping the whole folder: docs/importing.md.
+Only an import (:func:`write_all`, which first recovers) and ``prompt-composer import --recover``
+(:func:`recover`) act on a staging folder found later, and only on one whose record matches it (same folder,
+name, device, inode, owner and nonce): then step 3 is finished when ``COMMITTED`` is there (the write happened)
+and the staging folder is deleted otherwise (it did not). So after a ``SIGKILL`` at any moment the folder, once
+recovered, is the old one or the new one, never a mix. A staging folder without a matching record (one committed
+to a repository) is never applied nor rolled back: it is refused, and :func:`discard` removes it when asked.
+Commands that only read a folder look and report (:mod:`.journal_state`), never act.
+
+Nothing here follows a symlink (:mod:`.nofollow`): a staging folder, its ``files``, or any part of a staged or
+target path that is a symlink is refused, only regular files move, and every step runs on directory descriptors
+opened inside the docs folder, so no file lands outside it. Targets are checked before the commit, so an import
+whose file would land on a folder (or a symlink) fails with nothing written rather than committing a journal that
+cannot complete. Why a journal rather than swapping the whole folder: docs/importing.md.
 
 Concurrency: the writer holds an exclusive ``flock`` on the target folder itself for the whole write; recovery
 takes it without waiting, so a staging folder of a write still running is never touched (the kernel drops
@@ -26,21 +37,46 @@ import os
 import secrets
 import shutil
 import signal
+import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..errors import ImporterError
+from . import journal_records
+from .journal_records import Record
+from .journal_state import (
+    COMMITTED,
+    CREATED,
+    FILES,
+    NONCE,
+    STAGING_PREFIX,
+    marker,
+    opened_dir_following,
+    ours,
+    real_folder,
+    recover_command,
+    staged,
+    staging_names,
+)
+from .nofollow import (
+    UnsafePath,
+    move_file,
+    open_dir,
+    opened_dir,
+    parent_dir,
+    remove_entry,
+    split_relative,
+    target_problem,
+    write_new,
+)
 
-STAGING_PREFIX = ".import-staging-"  # not ".import-": .import-state.json lives beside it
-COMMITTED = "COMMITTED"
-# Present in the staging folder when the write created the target folder: rolling back removes it again.
-CREATED = "CREATED"
-_FILES = "files"
+__all__ = ["COMMITTED", "CREATED", "STAGING_PREFIX", "Interrupted", "Recovery", "discard", "recover", "write_all"]
 
 _log = logging.getLogger(__name__)
+_LOCK_TRIES = 20  # recovery's lock, tried every 50 ms: a reader holds a shared lock for an instant (journal_state)
 
 
 class Interrupted(BaseException):
@@ -92,18 +128,30 @@ def clear_interrupted() -> None:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What :func:`recover` found and did about one interrupted write."""
+    """What :func:`recover` (or :func:`discard`) found and did about one interrupted write."""
 
     folder: Path
     staging: Path
-    outcome: Literal["completed", "rolled back"]
-    files: int  # files moved into place (completed) or discarded (rolled back)
+    outcome: Literal["completed", "rolled back", "discarded"]
+    files: int  # files moved into place (completed) or discarded (rolled back, discarded)
+    committed: bool = False  # of a discarded one: it had committed, so what it had moved already stays
 
     def describe(self) -> str:
         if self.outcome == "completed":
             return (
                 f"{self.folder}: an interrupted import had committed; completed it ({self.files} file(s) moved "
                 f"into place); the folder holds the new import; removed {self.staging.name}"
+            )
+        if self.outcome == "discarded":
+            kept = (
+                "; it had committed, so the files it had moved already stay: the folder may hold a mix of old and "
+                "new files"
+                if self.committed
+                else ""
+            )
+            return (
+                f"{self.folder}: discarded {self.staging.name} without applying it ({self.files} staged file(s) "
+                f"removed){kept}"
             )
         return (
             f"{self.folder}: an interrupted import had not committed; rolled it back ({self.files} staged file(s) "
@@ -116,19 +164,25 @@ def _no_check(doing: str) -> None:
 
 
 @contextmanager
-def _locked(folder: Path, *, wait: bool) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``folder`` (a directory fd); yields ``False`` when ``wait`` is off and another
-    process holds it."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def _locked(folder_fd: int, *, wait: bool) -> Iterator[bool]:
+    """An exclusive ``flock`` on the open folder; yields ``False`` when ``wait`` is off and another process keeps
+    holding it (an import writing)."""
+    if wait:
+        fcntl.flock(folder_fd, fcntl.LOCK_EX)
+    else:
+        for attempt in range(_LOCK_TRIES):
+            try:
+                fcntl.flock(folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == _LOCK_TRIES - 1:
+                    yield False
+                    return
+                time.sleep(0.05)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
         yield True
     finally:
-        os.close(fd)  # closing the last fd releases the lock
+        fcntl.flock(folder_fd, fcntl.LOCK_UN)
 
 
 @contextmanager
@@ -142,44 +196,71 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _staged_files(staging: Path) -> list[Path]:
-    root = staging / _FILES
-    if not root.is_dir():
-        return []
-    return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() or p.is_symlink())
+def _foreign(folder: Path, name: str, reason: str) -> ImporterError:
+    return ImporterError(
+        f"{folder / name}: an interrupted import's staging folder that prompt-composer has no record of writing "
+        f"here ({reason}), e.g. one committed to a repository: it is never applied nor rolled back, and nothing "
+        f"was changed; inspect it and delete it, or run `{recover_command(folder, discard=True)}` to delete only "
+        "that staging folder"
+    )
 
 
-def _roll_forward(folder: Path, staging: Path) -> int:
-    """Step 3, idempotent: what is still staged is moved into place (what was moved already is not staged)."""
-    moved = 0
-    for relative in _staged_files(staging):
-        target = folder / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / _FILES / relative, target)
-        moved += 1
-    return moved
+def _blocked(folder: Path, name: str, problem: str) -> ImporterError:
+    return ImporterError(
+        f"{folder}: the interrupted import in {name} cannot be completed: {problem}; nothing was moved. Move that "
+        f"away and run `{recover_command(folder)}`, or give the import up with "
+        f"`{recover_command(folder, discard=True)}` (the files it had moved already stay)"
+    )
 
 
-def _staging_folders(folder: Path) -> list[Path]:
-    try:
-        children = list(folder.iterdir())
-    except FileNotFoundError:
-        return []
-    return sorted(p for p in children if p.name.startswith(STAGING_PREFIX) and p.is_dir() and not p.is_symlink())
+def _is_empty(dir_fd: int) -> bool:
+    with os.scandir(dir_fd) as entries:
+        return next(entries, None) is None
 
 
-def _recover_locked(folder: Path) -> list[Recovery]:
-    done: list[Recovery] = []
-    created = False
-    for staging in _staging_folders(folder):
-        if (staging / COMMITTED).exists():
-            moved = _roll_forward(folder, staging)
-            done.append(Recovery(folder, staging, "completed", moved))
-        else:
-            created = created or (staging / CREATED).exists()
-            done.append(Recovery(folder, staging, "rolled back", len(_staged_files(staging))))
-        shutil.rmtree(staging)
-    if created and not any(folder.iterdir()):
+def _recover_locked(folder: Path, folder_fd: int, *, keep_folder: bool = False) -> list[Recovery]:
+    """Every journal of the (locked) folder checked first, then acted on: one that is not this tool's, or that
+    cannot complete, stops everything before anything changes. ``keep_folder``: a write is about to go into the
+    folder, so it stays even when the rolled-back write had created it."""
+    plans: list[tuple[str, int, bool, list[tuple[str, ...]]]] = []
+    with ExitStack() as stack:
+        for name in staging_names(folder_fd):
+            try:
+                staging_fd = open_dir(name, folder_fd)
+            except UnsafePath as exc:
+                raise _foreign(folder, name, exc.reason) from None
+            except FileNotFoundError:
+                continue
+            stack.callback(os.close, staging_fd)
+            # An empty one is a write killed between making it and recording it: nothing in it to apply or keep.
+            if not ours(folder, name, staging_fd) and not _is_empty(staging_fd):
+                raise _foreign(folder, name, f"no matching record in {journal_records.journals_dir()}")
+            committed = marker(staging_fd, COMMITTED)
+            if committed is None:
+                raise _foreign(folder, name, f"its {COMMITTED} is not a regular file")
+            try:
+                files = staged(staging_fd)
+            except UnsafePath as exc:
+                raise _foreign(folder, name, f"{exc.relative}: {exc.reason}") from None
+            for parts in files if committed else ():
+                problem = target_problem(folder_fd, parts)
+                if problem:
+                    raise _blocked(folder, name, problem)
+            plans.append((name, staging_fd, committed, files))
+        done: list[Recovery] = []
+        created = False
+        for name, staging_fd, committed, files in plans:
+            if committed:
+                with opened_dir(FILES, staging_fd) as files_fd:
+                    for parts in files:
+                        move_file(files_fd, parts, folder_fd)
+                done.append(Recovery(folder, folder / name, "completed", len(files)))
+            else:
+                created = created or marker(staging_fd, CREATED) is True
+                done.append(Recovery(folder, folder / name, "rolled back", len(files)))
+            remove_entry(name, folder_fd)
+            journal_records.forget(real_folder(folder), name)
+    if created and not keep_folder and _is_empty(folder_fd):
         folder.rmdir()  # the interrupted write had created it: "as it was" is no folder
     for recovery in done:
         _log.info("%s", recovery.describe())  # the CLI prints what recover() returns
@@ -187,23 +268,55 @@ def _recover_locked(folder: Path) -> list[Recovery]:
 
 
 def recover(folder: str | Path) -> list[Recovery]:
-    """Finish or undo every interrupted write into ``folder`` (see the module docstring), and say what was done.
+    """Finish or undo every interrupted write of this tool into ``folder`` (see the module docstring), and say
+    what was done. A staging folder this tool has no record of writing is an :class:`ImporterError` (nothing is
+    changed): inspect it, or :func:`discard` it.
 
     A write still running in another process (it holds the folder's lock) is left alone, and so is a folder
     that does not exist or is not a directory. Safe to call on any folder, any number of times.
     """
     folder = Path(folder)
-    if not folder.is_dir() or not _staging_folders(folder):
+    if not folder.is_dir():
         return []
     try:
-        with _locked(folder, wait=False) as mine:
-            if not mine:
+        with opened_dir_following(folder) as folder_fd:
+            if not staging_names(folder_fd):
                 return []
-            return _recover_locked(folder)
-    except OSError as exc:  # a read-only folder, a full disk: the folder may hold a mix, so say so and stop
+            with _locked(folder_fd, wait=False) as mine:
+                return _recover_locked(folder, folder_fd) if mine else []
+    except (OSError, UnsafePath) as exc:  # a read-only folder, a full disk: the folder may hold a mix, so say so
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise ImporterError(
-            f"{folder}: an interrupted import is left in it and could not be completed or undone: {exc}"
+            f"{folder}: an interrupted import is left in it and could not be completed or undone: {reason}"
         ) from None
+
+
+def discard(folder: str | Path) -> list[Recovery]:
+    """Remove every staging folder of ``folder`` without applying it, whoever wrote it: a staging folder is
+    deleted without following a symlink inside it, and one that is a symlink loses only the link. What an import
+    that had committed already moved stays (the report says so)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ImporterError(f"{folder}: no such docs folder")
+    done: list[Recovery] = []
+    try:
+        with opened_dir_following(folder) as folder_fd, _locked(folder_fd, wait=False) as mine:
+            if not mine:
+                raise ImporterError(f"{folder}: an import is writing into it now; nothing was discarded")
+            for name in staging_names(folder_fd):
+                files, committed, mine = 0, False, False
+                with suppress(UnsafePath, OSError), opened_dir(name, folder_fd) as staging_fd:
+                    mine = ours(folder, name, staging_fd)
+                    committed = marker(staging_fd, COMMITTED) is True
+                    files = len(staged(staging_fd))
+                remove_entry(name, folder_fd)
+                if mine:
+                    journal_records.forget(real_folder(folder), name)
+                # A mix is possible only when an import of ours had committed; a foreign one moved nothing.
+                done.append(Recovery(folder, folder / name, "discarded", files, committed and mine))
+    except OSError as exc:
+        raise ImporterError(f"{folder}: could not discard the staging folders: {exc.strerror or exc}") from None
+    return done
 
 
 def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], None] = _no_check) -> list[Recovery]:
@@ -212,46 +325,86 @@ def write_all(folder: Path, files: Mapping[str, str], *, check: Callable[[str], 
 
     ``check`` (a deadline's) is called before each file is staged and once more before the commit: if it raises,
     or any exception or signal stops the write before the commit, the staging folder is removed (and ``folder``
-    too when this call created it) and nothing has been written.
+    too when this call created it) and nothing has been written. A path that would land on a folder or a
+    symlink, or leave the folder, is an :class:`ImporterError` before anything is staged.
     """
-    created = not folder.exists()
-    if created:
-        folder.mkdir(parents=True)
-    staging: Path | None = None
+    try:
+        paths = {relative: split_relative(relative) for relative in files}
+    except UnsafePath as exc:
+        raise ImporterError(f"{folder}: cannot write {exc.relative!r}: {exc.reason}; nothing was written") from None
+    created = not os.path.lexists(folder)
+    try:
+        if created:
+            folder.mkdir(parents=True)
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ImporterError(f"{folder}: cannot write the docs folder: {exc.strerror or exc}") from None
+    real = real_folder(folder)
+    name: str | None = None
     committed = applied = False
     try:
-        with _locked(folder, wait=True):
-            recovered = _recover_locked(folder)
-            staging = folder / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
-            staging.mkdir()
+        with ExitStack() as stack, _locked(folder_fd, wait=True):
+            recovered = _recover_locked(folder, folder_fd, keep_folder=True)
+            for parts in paths.values():
+                problem = target_problem(folder_fd, parts)
+                if problem:
+                    raise ImporterError(f"{folder}: cannot write there: {problem}; nothing was written")
+            name = f"{STAGING_PREFIX}{secrets.token_hex(4)}"
+            os.mkdir(name, 0o700, dir_fd=folder_fd)
+            staging_fd = open_dir(name, folder_fd)
+            stack.callback(os.close, staging_fd)
+            info = os.fstat(staging_fd)
+            nonce = journal_records.new_nonce()
+            journal_records.save(Record(real, name, info.st_dev, info.st_ino, info.st_uid, nonce))
+            write_new(NONCE, staging_fd, nonce.encode(), 0o600)
             if created:
-                (staging / CREATED).touch()
+                write_new(CREATED, staging_fd, b"")
+            os.mkdir(FILES, 0o700, dir_fd=staging_fd)
+            files_fd = open_dir(FILES, staging_fd)
+            stack.callback(os.close, files_fd)
             for index, (relative, text) in enumerate(files.items()):
                 stop_if_interrupted()
                 check(f"writing the files ({index:,} of {len(files):,} staged)")
-                path = staging / _FILES / relative
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+                parent = parent_dir(files_fd, paths[relative], create=True)
+                assert parent is not None
+                try:
+                    write_new(paths[relative][-1], parent, text.encode("utf-8"))
+                finally:
+                    os.close(parent)
             check("moving the files into place")
             stop_if_interrupted()
             try:
                 with _signals_held():
-                    (staging / COMMITTED).touch()
+                    write_new(COMMITTED, staging_fd, b"")
                     committed = True
-                    _roll_forward(folder, staging)
+                    for parts in paths.values():
+                        move_file(files_fd, parts, folder_fd)
                     applied = True
                     _applied.append(folder)
-                    shutil.rmtree(staging)
+                    remove_entry(name, folder_fd)
+                    journal_records.forget(real, name)
             except Interrupted as exc:  # delivered as the signals are let through again, so after the write
                 exc.applied = applied
                 raise
         return recovered
-    except BaseException:
+    except BaseException as exc:
         # Before the commit: undo. After it, a failed rename (a full disk) leaves the committed staging folder
-        # for the next recover() to finish; removing it would leave the mix this module exists to prevent.
+        # for `import --recover` to finish; removing it would leave the mix this module exists to prevent.
         if not committed:
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
+            if name is not None:
+                with suppress(OSError):
+                    remove_entry(name, folder_fd)
+                journal_records.forget(real, name)
             if created:
                 shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, OSError | UnsafePath):
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            if committed:
+                raise ImporterError(
+                    f"{folder}: the import committed but could not be completed: {reason}; run "
+                    f"`{recover_command(folder)}` to finish it"
+                ) from None
+            raise ImporterError(f"{folder}: cannot write the import: {reason}; nothing was written") from None
         raise
+    finally:
+        os.close(folder_fd)

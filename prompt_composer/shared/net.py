@@ -1,9 +1,15 @@
-"""Whether a host or URL is this machine: a local model server needs no API key, and binds only to loopback."""
+"""Hosts and URLs: whether one is this machine (a local model server needs no API key, and binds only to loopback),
+a ``--host`` as users write it (``::1`` or ``[::1]``), and a host and port as a URL holds them (``[::1]:8000``)."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit
+
+# A host name as DNS has it (labels of letters, digits, hyphens and underscores, dot-separated): what a --host may
+# be besides an IP address.
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*\.?")
 
 
 def is_loopback(host: str) -> bool:
@@ -17,3 +23,27 @@ def is_loopback(host: str) -> bool:
 def is_loopback_url(url: str | None) -> bool:
     """Whether ``url`` points at this machine."""
     return is_loopback(urlsplit(url or "").hostname or "")
+
+
+def bare_host(text: str) -> str:
+    """``text`` (a host name, an IPv4 address, or an IPv6 address with or without the brackets a URL puts around
+    it) as a socket takes it: ``[::1]`` → ``::1``. Anything else is a ``ValueError`` saying what a host is."""
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        address = ipaddress.ip_address(inner)
+    except ValueError:
+        address = None
+    if address is not None:
+        if inner is not text and address.version != 6:
+            raise ValueError(f"{text!r}: brackets hold an IPv6 address only")
+        return inner
+    if inner is text and len(text) <= 253 and _HOST_NAME.fullmatch(text):
+        return text
+    raise ValueError(f"{text[:100]!r} is not a host name, an IPv4 address or an IPv6 address (e.g. ::1 or [::1])")
+
+
+def netloc(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:8000``), its zone's ``%`` as ``%25``
+    (RFC 6874)."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return f"[{bare.replace('%', '%25')}]:{port}" if ":" in bare else f"{bare}:{port}"

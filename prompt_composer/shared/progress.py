@@ -15,7 +15,7 @@ from typing import TextIO
 
 BAR_WIDTH = 24
 _REDRAW_S = 0.1  # at most ten redraws a second: a fast loop must not spend its time on the terminal
-_CLEAR = "\r\x1b[K"  # back to the line's start, then erase it
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start, then erase it (the CLI's stderr lets this one through)
 
 
 def format_duration(seconds: float) -> str:
@@ -81,7 +81,7 @@ class Progress:
     def line(self, text: str) -> None:
         """A plain line, printed whether or not a bar is shown (above it, on a terminal)."""
         if self._shown:
-            self.stream.write(_CLEAR)
+            self.stream.write(CLEAR_LINE)
             self._shown = False
         self.stream.write(text + "\n")
         self.stream.flush()
@@ -104,7 +104,7 @@ class Progress:
             return
         self._drawn_at = now
         bar = render_bar(self.label, self.done, self.total, now - self._start, self._note)
-        self.stream.write(_CLEAR + bar[: self._columns() - 1])
+        self.stream.write(CLEAR_LINE + bar[: self._columns() - 1])
         self.stream.flush()
         self._shown = True
 

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.constructor import SafeConstructor
+from yaml.reader import Reader
+from yaml.resolver import Resolver
 
-from ..errors import InputFileError, Problem
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml: the pure-Python parser does it all
+    CParser = None  # type: ignore[assignment,misc]
+
+from ..errors import InputFileError, Problem, did_you_mean
 from .files import read_text
 
 LineMap = dict[tuple[str | int, ...], int]
@@ -37,6 +45,9 @@ _INT_TAG = "tag:yaml.org,2002:int"
 _BINARY_TAG = "tag:yaml.org,2002:binary"
 _MAX_INT_CHARS = 300  # far past any number a doc holds; a longer one could exceed what str() and JSON can write
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What only the Python parser reads (see _loader): a character YAML does not allow (PyYAML's reader's own
+# pattern), a tab, or a "!" where a token can start.
+_PYTHON_ONLY = f"{Reader.NON_PRINTABLE.pattern}|\t|(?:^|(?<=[\\s\\[{{,]))!"  # compiled at the first parse
 
 
 def _surrogate(node: yaml.ScalarNode, problems: list[tuple[str, int]]) -> bool:
@@ -77,7 +88,8 @@ def _walk(
         elif node.tag == _BINARY_TAG:  # bytes: no text, and not UTF-8 text at that (nothing could write them)
             problems.append(("invalid YAML: a !!binary value; a doc holds text", node.start_mark.line + 1))
         if scalars is not None:
-            scalars.setdefault(path, Scalar(node.start_mark.line + 1, node.style, str(node.value)))
+            style = node.style or None  # libyaml says "" where PyYAML says None (a plain scalar)
+            scalars.setdefault(path, Scalar(node.start_mark.line + 1, style, str(node.value)))
     if id(node) in ancestors:
         problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
         return
@@ -120,21 +132,85 @@ MAX_YAML_VALUES = 100_000
 MAX_YAML_DEPTH = 100
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """The safe loader, stopping (a ``ComposerError`` at the value's line) once it has composed too many values."""
+# Composing stops at this depth (a problem at the line of the value that goes deeper): far past MAX_YAML_DEPTH,
+# whose nodes are still reported one by one, and far short of the interpreter's recursion limit, so the outcome
+# depends on neither the stack nor the parser.
+MAX_COMPOSE_DEPTH = 2 * MAX_YAML_DEPTH
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._values = 0
+# Which parser reads YAML text: libyaml's C parser where PyYAML was built with it, else PyYAML's pure-Python one.
+# Both feed the same composer (below), so the nodes, their lines and every bound are the same either way; the C
+# parser only makes the scanning and parsing, nearly all of the time, ~35 times faster. Tests set it to compare.
+PARSER: Literal["libyaml", "python"] = "libyaml" if CParser is not None else "python"
+
+
+class _BoundError(yaml.composer.ComposerError):
+    """A document past a bound of this module (too many values, nested too deeply): the same under both parsers."""
+
+
+class _Bounded(yaml.composer.Composer):
+    """PyYAML's composer, stopping (an error at the value's line) once it has composed too many values or gone
+    too deep. Mixed in before a parser, it composes the events of either parser into the same nodes."""
+
+    _values = 0
+    _depth = 0
+    anchored = False  # whether the document defines an anchor (without one, it has no alias to expand)
+
+    if TYPE_CHECKING:  # what the parser and constructor mixed in with it give
+
+        def peek_event(self) -> Any: ...
+        def construct_document(self, node: yaml.Node) -> Any: ...
+        def dispose(self) -> None: ...
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._values += 1
         if self._values > MAX_YAML_VALUES:
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
+            mark = self.peek_event().start_mark
+            raise _BoundError(
                 None, None, f"more than {MAX_YAML_VALUES:,} values: far more than a tool doc or mode holds", mark
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_COMPOSE_DEPTH:
+            mark = self.peek_event().start_mark
+            raise _BoundError(None, None, f"nested too deeply (more than {MAX_COMPOSE_DEPTH} levels)", mark)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self.anchored = self.anchored or bool(self.anchors)
+        return node
+
+
+class _BoundedLoader(_Bounded, yaml.SafeLoader):
+    """The pure-Python safe loader, bounded."""
+
+
+if CParser is not None:
+
+    class _CBoundedLoader(_Bounded, CParser, SafeConstructor, Resolver):
+        """libyaml's events, composed by the bounded composer, built by the safe constructor."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            yaml.composer.Composer.__init__(self)
+
+
+def _loader(text: str, parser: str) -> _Bounded:
+    """The bounded loader of ``parser`` for ``text``.
+
+    A few kinds of text always go to the Python parser, where the two parsers part ways: one holding a character
+    YAML does not allow (libyaml checks characters as it goes; PyYAML's reader checks the whole text first and
+    names the character) or a lone surrogate (libyaml reads UTF-8 only); one holding a tab (libyaml takes a tab
+    where PyYAML refuses one, as after ``key:``); and one that may hold a tag (a ``!`` where a token can start:
+    the parsers end a tag at different characters, and read the non-specific ``!`` differently). No shipped or
+    imported doc holds a tab or a tag, so real docs take the fast path; the rest keep today's reading."""
+    if parser == "libyaml" and CParser is not None and not re.search(_PYTHON_ONLY, text):
+        try:
+            return _CBoundedLoader(text)
+        except UnicodeEncodeError:
+            pass
+    return _BoundedLoader(text)
 
 
 def _expansion_problem(root: yaml.Node) -> tuple[str, int] | None:
@@ -209,22 +285,38 @@ def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
     Whatever the file holds, the outcome is data or ``path:line`` problems, never an exception: the file is read
     through :func:`~prompt_composer.shared.files.read_text` (regular files only, at most :data:`MAX_YAML_BYTES`),
     and the reader's, parser's and constructor's errors all become problems at their line."""
-    try:
-        text = read_text(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
-    except InputFileError as exc:
-        reason = str(exc).partition(": cannot read the YAML file: ")[2] or str(exc)
-        return None, {}, [Problem(path, 1, f"cannot read file: {reason}")]
+    text = yaml_text(path)
+    if isinstance(text, Problem):
+        return None, {}, [text]
     return parse_yaml(text, path)
 
 
-def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
-    """:func:`read_yaml` for a text already read (safely) from ``path``: data, line map and problems."""
+def yaml_text(path: Path) -> str | Problem:
+    """The text of the YAML file ``path`` as :func:`read_yaml` reads it, or the problem that it cannot be read."""
     try:
-        loader = _BoundedLoader(text)
+        return read_text(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
+    except InputFileError as exc:
+        reason = str(exc).partition(": cannot read the YAML file: ")[2] or str(exc)
+        return Problem(path, 1, f"cannot read file: {reason}")
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
+    """:func:`read_yaml` for a text already read (safely) from ``path``: data, line map and problems.
+
+    Parsed by :data:`PARSER`. A text libyaml refuses is parsed again by the pure-Python parser, whose message
+    and line the problem then carries: the two parsers word their errors differently, and a problem reads the
+    same whichever parser a machine has (a broken file is rare; the second parse costs only then)."""
+    return _parse(text, path, PARSER)
+
+
+def _parse(text: str, path: Path, parser: str) -> tuple[Any, LineMap, list[Problem]]:
+    try:
+        loader = _loader(text, parser)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, DEL …)
         line = text.count("\n", 0, exc.position) + 1
         char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
         return None, {}, [Problem(path, line, f"invalid YAML: the character {char} is not allowed in YAML")]
+    fast = not isinstance(loader, _BoundedLoader)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -232,7 +324,7 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
         lines: LineMap = {}
         found: list[tuple[str, int]] = []
         _walk(node, (), lines, found)
-        if not found:  # (a recursive alias has no finite expansion: it is reported as such)
+        if not found and loader.anchored:  # (a recursive alias has no finite expansion: it is reported as such)
             found += filter(None, [_expansion_problem(node)])
         if found:  # constructing a recursive, too large or non-string-keyed document would fail or mislead
             return None, lines, [Problem(path, line, message) for message, line in found]
@@ -243,9 +335,13 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
             where, why = (bad[0].start_mark.line + 1, bad[1]) if bad else (1, "a value cannot be built")
             tag = bad[0].tag.rsplit(":", 1)[-1] if bad else "value"
             return None, lines, [Problem(path, where, f"invalid YAML: not a valid !!{tag}: {why}")]
-    except yaml.MarkedYAMLError as exc:
+    except _BoundError as exc:
         return None, {}, [_marked_problem(path, exc)]
     except yaml.YAMLError as exc:
+        if fast:
+            return _parse(text, path, "python")
+        if isinstance(exc, yaml.MarkedYAMLError):
+            return None, {}, [_marked_problem(path, exc)]
         return None, {}, [Problem(path, 1, f"invalid YAML: {exc}")]
     except RecursionError:
         return None, {}, [Problem(path, 1, "invalid YAML: nested too deeply")]
@@ -260,13 +356,19 @@ def yaml_layout(text: str) -> tuple[LineMap, ScalarMap]:
     locating something in a value that was loaded from this text."""
     lines: LineMap = {}
     scalars: ScalarMap = {}
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    for parser in dict.fromkeys((PARSER, "python")):  # libyaml first; a text it refuses, as parse_yaml does
+        try:
+            loader = _loader(text, parser)
+            try:
+                node = loader.get_single_node()
+            finally:
+                loader.dispose()
+        except (yaml.YAMLError, RecursionError):
+            continue
         if node is not None:
             _walk(node, (), lines, [], scalars=scalars)
-    except (yaml.YAMLError, RecursionError):
-        return {}, {}
-    return lines, scalars
+        return lines, scalars
+    return {}, {}
 
 
 def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
@@ -280,14 +382,31 @@ def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> Iterator[Problem]:
-    """One readable problem per pydantic error, located at the offending key's line."""
+def known_keys(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> list[str]:
+    """The keys a mapping at ``loc`` (below ``model``) may have, when the path leads through models only."""
+    for part in loc:
+        if model is None:
+            return []
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if model is None:
+        return []
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def validation_problems(
+    path: Path, lines: LineMap, error: ValidationError, model: type[BaseModel] | None = None
+) -> Iterator[Problem]:
+    """One readable problem per pydantic error, located at the offending key's line; an unknown key of
+    ``model`` gets the close known one (``unknown key 'querys'; did you mean 'queries'?``)."""
     for err in error.errors():
         loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
         field = ".".join(str(part) for part in loc) or "(document)"
         kind = err["type"]
         if kind == "extra_forbidden":
-            message = f"unknown key {field!r}"
+            hint = did_you_mean(str(loc[-1]), known_keys(model, loc[:-1])) if loc else ""
+            message = f"unknown key {field!r}; {hint}" if hint else f"unknown key {field!r}"
         elif kind == "missing":
             message = f"missing required key {field!r}"
         else:
@@ -296,9 +415,12 @@ def validation_problems(path: Path, lines: LineMap, error: ValidationError) -> I
         yield Problem(path, line_of(lines, loc), message)
 
 
-def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Problem]]:
-    """Read ``path`` as YAML and validate it as ``model``; problems instead of exceptions."""
-    data, lines, problems = read_yaml(path)
+YamlReader = Callable[[Path], tuple[Any, LineMap, list[Problem]]]  # read_yaml, or a cache's read (see .yamlcache)
+
+
+def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> tuple[M | None, LineMap, list[Problem]]:
+    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions."""
+    data, lines, problems = read(path)
     if data is None and not problems:
         problems.append(Problem(path, 1, "file is empty"))
     if problems:
@@ -308,12 +430,14 @@ def load_model(path: Path, model: type[M]) -> tuple[M | None, LineMap, list[Prob
     try:
         return model.model_validate(data), lines, []
     except ValidationError as exc:
-        return None, lines, list(validation_problems(path, lines, exc))
+        return None, lines, list(validation_problems(path, lines, exc, model))
 
 
-def load_named_model(path: Path, model: type[M], key: str) -> tuple[M | None, LineMap, list[Problem]]:
+def load_named_model(
+    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml
+) -> tuple[M | None, LineMap, list[Problem]]:
     """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
-    obj, lines, problems = load_model(path, model)
+    obj, lines, problems = load_model(path, model, read=read)
     if obj is not None and getattr(obj, key) != path.stem:
         message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
         return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ..shared.lazy import attach
 
 if TYPE_CHECKING:
-    from .replies import Reply, Usage, error_reply, hosted_search_reply, text_reply, tool_search_reply, tool_use_reply
+    from .replies import Reply, error_reply, hosted_search_reply, text_reply, tool_search_reply, tool_use_reply
+    from .scripted import Usage
     from .server import RecordedRequest, ScriptedMessagesServer
 
 __all__ = [

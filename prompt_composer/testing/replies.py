@@ -1,6 +1,7 @@
 """What a script says: the scripted replies the test server plays, and the helpers that build them.
 
-A :class:`Reply` is a Messages API message (``status == 200``) or an API error, with its :class:`Usage`;
+A :class:`Reply` is a Messages API message (``status == 200``) or an API error, with its :class:`Usage` (both
+from :mod:`.scripted`);
 :func:`text_reply`, :func:`tool_use_reply` and :func:`error_reply` build the common ones, :func:`tool_search_reply`
 and :func:`hosted_search_reply` the Responses API's tool searches. A reply renders itself as an Anthropic Messages
 body; its OpenAI forms are built by :mod:`.wire` and :mod:`.responses_api`.
@@ -11,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .responses_api import response_body
-from .wire import chat_completion_body, chat_finish_reason, chat_tool_calls, openai_error
+from .scripted import ScriptedReply, Usage
+from .wire import chat_completion_body
 
 ToolCall = tuple[str, Mapping[str, Any]] | tuple[str, str, Mapping[str, Any]]
 
@@ -32,101 +34,9 @@ _ERROR_TYPES = {
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Token counts, echoed exactly in a Messages response's ``usage`` (OpenAI
-    formats fold the cache counts in, see :meth:`chat_usage`)."""
-
-    input_tokens: int = 10
-    output_tokens: int = 5
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Every input token, cached or not (OpenAI counts cache hits inside the prompt)."""
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-    def chat_usage(self) -> dict[str, Any]:
-        """The Chat Completions ``usage``: ``prompt_tokens`` is :attr:`prompt_tokens`,
-        ``prompt_tokens_details.cached_tokens`` the cache reads."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.output_tokens,
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": self.cache_read_input_tokens},
-        }
-
-    def responses_usage(self) -> dict[str, Any]:
-        """The Responses API ``usage``, counted like :meth:`chat_usage`; also
-        ``input_tokens_details.cache_write_tokens`` (cache creation), which the
-        ``openai`` SDK's model requires."""
-        return {
-            "input_tokens": self.prompt_tokens,
-            "input_tokens_details": {
-                "cached_tokens": self.cache_read_input_tokens,
-                "cache_write_tokens": self.cache_creation_input_tokens,
-            },
-            "output_tokens": self.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer: a message (``status == 200``) or an API error."""
-
-    content: tuple[dict[str, Any], ...] = ()
-    stop_reason: str | None = "end_turn"
-    usage: Usage = field(default_factory=Usage)
-    status: int = 200
-    error_type: str = "api_error"
-    error_message: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def is_error(self) -> bool:
-        return self.status >= 400
-
-    def message(self, *, msg_id: str, model: str) -> dict[str, Any]:
-        """The full Messages API response body for this reply."""
-        return {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [dict(block) for block in self.content],
-            "stop_reason": self.stop_reason,
-            "stop_sequence": None,
-            "usage": self.usage.to_dict(),
-        }
-
-    def error_body(self) -> dict[str, Any]:
-        return {"type": "error", "error": {"type": self.error_type, "message": self.error_message}}
-
-    # -- OpenAI wire formats (built in wire.py)
-    @property
-    def text(self) -> str | None:
-        """The text blocks joined with ``""``; ``None`` when there are none."""
-        texts = [str(block.get("text", "")) for block in self.content if block.get("type") == "text"]
-        return "".join(texts) if texts else None
-
-    @property
-    def finish_reason(self) -> str:
-        """``stop_reason`` as a Chat Completions ``finish_reason``."""
-        return chat_finish_reason(self.stop_reason)
-
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The ``tool_use`` blocks as Chat Completions ``tool_calls``."""
-        return chat_tool_calls(self.content)
+class Reply(ScriptedReply):
+    """One scripted answer: a message (``status == 200``) or an API error, in every wire format the server
+    speaks."""
 
     def chat_completion(self, *, completion_id: str, model: str) -> dict[str, Any]:
         """The full Chat Completions response body for this reply."""
@@ -137,10 +47,6 @@ class Reply:
         echoed settings (``tools``, ``tool_choice``, ``instructions``, ...).  Item
         ids share ``response_id``'s suffix: ``msg_<suffix>``, ``fc_<suffix>_<n>``."""
         return response_body(self, response_id=response_id, model=model, request=request)
-
-    def openai_error_body(self) -> dict[str, Any]:
-        """This error in OpenAI's shape (``error_type`` and message kept as scripted)."""
-        return openai_error(self.error_type, self.error_message)
 
 
 def text_reply(text: str, *, stop_reason: str = "end_turn", usage: Usage | None = None) -> Reply:

@@ -25,10 +25,9 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .replies import Reply
+from .scripted import ScriptedReply as Reply
 
 _CREATED = 1_700_000_000  # a fixed ``created_at`` keeps responses reproducible
 _CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}

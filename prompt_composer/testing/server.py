@@ -42,7 +42,8 @@ from urllib.parse import urlsplit
 from .replies import Reply
 from .responses_api import response_events, responses_problem, script_problem
 from .rules import messages_problem
-from .wire import chat_completion_chunks, chunk_frames, openai_error, sse_events, sse_frames
+from .scripted import openai_error
+from .wire import chat_completion_chunks, chunk_frames, sse_events, sse_frames
 
 Script = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
 

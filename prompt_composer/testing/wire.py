@@ -2,21 +2,18 @@
 OpenAI Chat Completions bodies, chunks and errors (the Responses API's are in :mod:`.responses_api`).
 
 The shapes follow the real APIs closely enough for the ``anthropic`` and ``openai`` SDKs to parse them; every
-value is derived from the :class:`~.replies.Reply` and the ids the server hands in, so output is reproducible.
+value is derived from the :class:`~.scripted.ScriptedReply` and the ids the server hands in, so output is reproducible.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-if TYPE_CHECKING:
-    from .replies import Reply
+from .scripted import ScriptedReply as Reply
 
-# Stop reasons without a Chat Completions counterpart (pause_turn, refusal, ...) become "stop".
-_FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 # A fixed ``created`` / ``created_at`` keeps OpenAI-format responses reproducible.
 _CREATED = 1_700_000_000
 
@@ -79,24 +76,6 @@ def sse_frames(events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[bytes]:
 
 
 # --------------------------------------------------------------------------- OpenAI
-
-
-def chat_finish_reason(stop_reason: str | None) -> str:
-    """A Messages ``stop_reason`` as a Chat Completions ``finish_reason``."""
-    return _FINISH_REASONS.get(stop_reason or "", "stop")
-
-
-def chat_tool_calls(content: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The ``tool_use`` blocks of ``content`` as Chat Completions ``tool_calls``."""
-    return [
-        {
-            "id": str(block["id"]),
-            "type": "function",
-            "function": {"name": str(block["name"]), "arguments": json.dumps(block.get("input", {}))},
-        }
-        for block in content
-        if block.get("type") == "tool_use"
-    ]
 
 
 def chat_completion_body(reply: Reply, *, completion_id: str, model: str) -> dict[str, Any]:
@@ -164,8 +143,3 @@ def chunk_frames(chunks: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """The chunks as written on the wire: a ``data:`` line each, then ``data: [DONE]``."""
     frames = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
     return itertools.chain(frames, [b"data: [DONE]\n\n"])
-
-
-def openai_error(etype: str, message: str, param: str | None = None) -> dict[str, Any]:
-    """An error body in OpenAI's shape."""
-    return {"error": {"message": message, "type": etype, "param": param, "code": None}}

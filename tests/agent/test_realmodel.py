@@ -34,6 +34,10 @@ from prompt_composer.local.server import LocalModelServer
 from prompt_composer.safety.executors import workspace_executors
 from tests.helpers import REPO, require_local_model
 
+# End to end on the local model: minutes, and one llama.cpp server per process (the session fixture), so under
+# pytest-xdist every test of this module goes to one worker (`--dist loadgroup`), which starts the server once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("local-model")]
+
 SHIPPED = REPO / "tool_docs"
 MODE = """slug: {slug}
 name: Reader

@@ -86,7 +86,8 @@ def test_fetch_prints_full_text_or_refuses(capsys: pytest.CaptureFixture[str]) -
     code, out, err = run(capsys, "fetch", "debug_launch", "--mode", "ask")
     assert code == 1
     assert out == ""
-    assert "there is no tool 'debug_launch' in mode 'ask'" in err
+    # the operator is told which mode has it (the model's refusal would not say: tests/core/test_fetch.py)
+    assert "mode 'ask' has no tool 'debug_launch'; mode 'debug' has it: prompt-composer fetch debug_launch" in err
     code, _, err = run(capsys, "fetch", "nonexistent_tool", "--mode", "ask")
     assert code == 1
     assert "there is no tool 'nonexistent_tool' in mode 'ask'" in err
@@ -166,7 +167,15 @@ REGISTRY_ARGV = {
     "audit": ["audit"],
     "search": ["search", "a query", "--mode", "x"],
     "eval": ["eval", "--queries", "q.jsonl", "--mode", "x"],
-    "run": ["run", "--mode", "x", "--task", "t"],
+    "run": [
+        "run",
+        "--mode",
+        "x",
+        "--task",
+        "t",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ],  # no key needed: it is checked first
     "replay": ["replay"],
     "bench": ["bench", "--tasks", "t.jsonl", "--mode", "x", "--base-url", "http://127.0.0.1:9"],
     "serve": ["serve", "--mode", "x"],

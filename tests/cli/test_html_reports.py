@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from prompt_composer import default_docs_dir
 from prompt_composer.cli import main
 from prompt_composer.testing.replies import text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
@@ -28,6 +29,7 @@ needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (Debian's `chromium` package; .ci/run installs it)"
 )
 BLUE = (0x09, 0x69, 0xDA)  # the `s1` series colour: composed tokens, full tokens, tool uses
+PURPLE = (0x82, 0x50, 0xDF)  # the `s4` series colour: failed tool calls
 # Network off: no fetch can leave the machine (and the page's CSP forbids any); nothing of a profile is kept.
 FLAGS = [
     "--headless",
@@ -194,6 +196,9 @@ def _event_log(path: Path) -> Path:
         ev(421, "tool_call", "t2", tool="rm_rf", outcome="refused", listed=None),
         ev(600, "request", "t2", usage=usage(150, 5400)),
         ev(601, "tool_call", "t2", tool="read_file", outcome="ok", listed="full"),
+        # a tool whose every call failed: still a row of the tool-use chart, and a point of the failed calls
+        ev(602, "tool_call", "t2", tool="execute_command", outcome="error", listed="full"),
+        ev(603, "tool_call", "t2", tool="execute_command", outcome="denied", listed="full"),
     ]
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     return path
@@ -216,9 +221,63 @@ def test_the_stats_report_renders_offline(capsys: pytest.CaptureFixture[str], tm
     assert (precision, recall) == (0.5, 1.0)
     assert "prompt-composer stats" in dom and "Over time" in dom and "Preselection" in dom
     assert "<td>50%</td><td>100%</td>" in dom  # precision and recall in the mode's row
-    assert dom.count("<polyline") == 4  # calls, fetches, uncached input, cache reads
+    assert dom.count("<polyline") == 5  # calls, failed calls, fetches, uncached input, cache reads
     assert "read_file: uses 2" in dom and "rm_rf: refusals 1" in dom
-    assert check_rendered(png)[BLUE] > 100
+    assert "execute_command: failed 2" in dom and "execute_command: uses 0" in dom
+    assert "minutes since the first event" in dom  # ten minutes of log
+    colours = check_rendered(png)
+    assert colours[BLUE] > 100 and colours[PURPLE] > 20  # uses, and the failed calls, drawn
+
+
+@needs_chromium
+def test_a_short_log_has_a_time_axis_in_seconds(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Three seconds of log: the axis counts seconds, in round steps, not thousandths of a minute."""
+    fp = REG.fingerprint
+    events = [
+        {"v": 1, "ts": 1_800_000_000 + t, "event": "tool_call", "task": "t", "mode": "code", "fingerprint": fp,
+         "tool": "glob", "outcome": "ok" if t < 2 else "error", "listed": "full"}
+        for t in (0.0, 0.4, 1.1, 2.0, 2.9)
+    ]  # fmt: skip
+    log = tmp_path / "short.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    code, html, _ = run(capsys, "stats", "--log", str(log), "--format", "html")
+    assert code == 0
+    page = tmp_path / "short.html"
+    page.write_text(html, encoding="utf-8")
+    dom, png, console = browse(page, tmp_path)
+    assert console == []
+    assert "seconds since the first event" in dom and "minutes since" not in dom
+    chart = dom.split("seconds since the first event", 1)[0].rsplit("<svg", 1)[1]  # the calls chart
+    ticks = [float(t) for t in re.findall(r'y="315" text-anchor="middle">([^<]+)</text>', chart)]
+    assert ticks[0] == 0 and ticks[-1] >= 2.5 and len(ticks) >= 4, ticks  # about 3 s, in round steps
+    assert all(round(t / 0.5) * 0.5 == t for t in ticks), ticks  # no 0.0002-minute ticks
+    assert "glob: uses 3" in dom and "glob: failed 2" in dom
+    check_rendered(png)
+
+
+@needs_chromium
+def test_the_audit_report_marks_drafted_briefs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An import's drafted briefs are marked in the HTML audit, as the text audit marks them."""
+    docs = tmp_path / "docs"
+    shutil.copytree(default_docs_dir(), docs)
+    tools = tmp_path / "tools.json"
+    schema = {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}
+    function = {"name": "http_get", "description": "Fetch a URL over HTTP GET; return the body.", "parameters": schema}
+    tools.write_text(json.dumps([{"type": "function", "function": function}]))
+    assert run(capsys, "import", "json", str(tools), "--out", str(docs))[0] == 0
+    _, text, _ = run(capsys, "--docs", str(docs), "audit")
+    assert re.search(r"http_get\s.*drafted", text)
+    code, html, _ = run(capsys, "--docs", str(docs), "audit", "--format", "html")
+    assert code == 0
+    page = tmp_path / "audit.html"
+    page.write_text(html, encoding="utf-8")
+    dom, png, console = browse(page, tmp_path)
+    assert console == []
+    assert "1 drafted brief to review: http_get." in dom
+    row = re.search(r'<tr><td class="l">http_get</td>.*?</tr>', dom, re.S)
+    assert row is not None and "drafted: review" in row.group(0)
+    assert dom.count("drafted: review") == 1  # the shipped docs' briefs are a person's
+    check_rendered(png)
 
 
 def _bench_results(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

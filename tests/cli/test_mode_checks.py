@@ -77,9 +77,9 @@ def test_a_missing_modes_folder_or_a_file_in_its_place_is_an_error(
     shutil.rmtree(docs / "modes")
     code, out, err = run(["--docs", str(docs), "validate"], capsys)
     assert code == 2 and out == ""
-    assert (
-        err
-        == f"{docs / 'modes'}:1: no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped)\n"
+    assert err == (
+        f"{docs / 'modes'}:1: no modes/ folder: no mode can show these tools; add modes/<slug>.yaml (as shipped), "
+        f"or let `prompt-composer init {docs} --add-mode NAME` write one allowing every group here\n"
     )
     assert run(["--docs", str(docs), "tools"], capsys)[0] == 0  # a tool-only folder still lists and searches
     (docs / "modes").write_text("slug: code\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,8 @@ def test_init_then_every_command_finds_the_docs_through_pyproject(
     code, out, err = run(capsys, "init", str(project / "my_docs"))
     assert code == 0, err
     assert "[tool.prompt-composer]" in out and 'default-mode = "helper"' in out
-    assert f"prompt-composer import mcp --out {project / 'my_docs'} --servers .mcp.json --prefix '{{server}}_'" in err
+    hint = f"#   prompt-composer import mcp --out {project / 'my_docs'} --servers .mcp.json --prefix '{{server}}_'"
+    assert hint in err.splitlines()  # a line of its own, after the settings (not a newline shown escaped)
     # What init printed, appended to the project's pyproject.toml, is all the setup there is.
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\n\n' + out, encoding="utf-8")
     code, out, err = run(capsys, "validate")
@@ -96,10 +98,11 @@ def test_precedence_flag_over_environment_over_pyproject_over_default(
     assert data["event_log"]["value"] == str(project / "ev.jsonl")  # relative to the pyproject, not the cwd
     assert data["pyproject"] == str(pyproject)
 
-    monkeypatch.setenv("PROMPT_COMPOSER_DOCS", str(SHIPPED))
+    shutil.copytree(SHIPPED, project / "shipped")  # a path from the environment stays inside the project
+    monkeypatch.setenv("PROMPT_COMPOSER_DOCS", str(project / "shipped"))
     monkeypatch.setenv("PROMPT_COMPOSER_MODE", "code")
     data = json.loads(run(capsys, "config", "--format", "json")[1])
-    assert data["docs"] == {"value": str(SHIPPED), "source": "env PROMPT_COMPOSER_DOCS"}
+    assert data["docs"] == {"value": str(project / "shipped"), "source": "env PROMPT_COMPOSER_DOCS"}
     assert data["mode"] == {"value": "code", "source": "env PROMPT_COMPOSER_MODE"}
     code, _, err = run(capsys, "compose")
     assert code == 0 and "# mode code:" in err
@@ -202,7 +205,7 @@ def test_verbosity_flags_are_accepted_before_and_after_the_subcommand(
 def test_stats_reads_event_logs_positionally_and_from_the_setting(
     capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = project / "ev.jsonl"
+    log = project / "src" / "ev.jsonl"  # the project root here is the working directory: no pyproject, no .git
     log.write_text(
         json.dumps({"kind": "tool_call", "mode": "code", "tool": "glob", "ok": True, "ts": 1.0}) + "\n",
         encoding="utf-8",
@@ -228,9 +231,66 @@ def test_tune_reads_the_event_log_setting(
     code, out, err = run(capsys, "tune", "--mode", "code")
     assert (code, out) == (2, "")
     assert "tune needs --log FILE (or the event-log setting) or --traces FILE" in err
-    empty = project / "empty.jsonl"
+    empty = project / "src" / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
     monkeypatch.setenv("PROMPT_COMPOSER_EVENT_LOG", str(empty))
     code, _, err = run(capsys, "tune", "--mode", "code")
     assert code == 2
     assert f"{empty}: no tool calls in mode 'code' to tune on" in err  # the setting's file was the one read
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "env", "toml", "cached"),
+    [
+        ([], [], None, None, True),
+        (["--no-cache"], [], None, None, False),
+        ([], ["--no-cache"], None, None, False),
+        ([], [], "off", None, False),
+        ([], [], "on", None, True),
+        ([], [], None, "registry-cache = false\n", False),
+        ([], [], None, 'registry-cache = "off"\n', False),
+        ([], [], None, "registry-cache = true\n", True),
+        ([], [], "on", 'registry-cache = "off"\n', True),  # the environment wins over the file
+        (["--no-cache"], [], "on", None, False),  # and the flag over both
+    ],
+    ids=["default", "flag", "flag-after", "env-off", "env-on", "toml-false", "toml-off", "toml-true", "env-over-toml",
+         "flag-over-env"],
+)  # fmt: skip
+def test_the_registry_cache_is_on_unless_a_flag_or_setting_turns_it_off(
+    capsys: pytest.CaptureFixture[str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    before: list[str],
+    after: list[str],
+    env: str | None,
+    toml: str | None,
+    cached: bool,
+) -> None:
+    cache = project / "user-cache"
+    monkeypatch.setenv("PROMPT_COMPOSER_CACHE", str(cache))
+    if env is not None:
+        monkeypatch.setenv("PROMPT_COMPOSER_REGISTRY_CACHE", env)
+    if toml is not None:
+        write_pyproject(project, toml)
+    code, _, err = run(capsys, *before, "--docs", str(SHIPPED), "validate", *after)
+    assert code == 0, err
+    assert (cache / "registry").is_dir() == cached
+
+
+def test_a_bad_registry_cache_setting_names_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROMPT_COMPOSER_REGISTRY_CACHE", "sometimes")
+    assert run(capsys, "validate") == (
+        2,
+        "",
+        "error: the registry-cache setting (env PROMPT_COMPOSER_REGISTRY_CACHE) is on or off, not 'sometimes'\n",
+    )
+    monkeypatch.delenv("PROMPT_COMPOSER_REGISTRY_CACHE")
+    pyproject = write_pyproject(project, 'registry-cache = "maybe"\n')
+    code, _, err = run(capsys, "validate")
+    assert code == 2
+    assert err == (
+        f"error: the registry-cache setting ({pyproject} [tool.prompt-composer] registry-cache) is on or off, "
+        "not 'maybe'\n"
+    )

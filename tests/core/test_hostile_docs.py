@@ -29,6 +29,8 @@ from prompt_composer.shared.yamlfile import MAX_YAML_BYTES
 from tests.helpers import DATA, T
 from tests.helpers import within as _within
 
+pytestmark = pytest.mark.usefixtures("yaml_parser")  # every test under both YAML parsers
+
 BASE = DATA / "malformed" / "base"  # a small valid folder: four tools, two modes
 EXTRA = ("search_files.yaml", "browser_action.yaml", "groups/read.yaml")  # shipped docs added to it
 BOUND = 120.0  # seconds a load may take before the test calls it stuck; never expected to be reached

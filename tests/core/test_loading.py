@@ -26,8 +26,10 @@ from hypothesis import strategies as st
 from prompt_composer.cli import main
 from prompt_composer.core.docs import ToolDoc
 from prompt_composer.core.registry import Registry, load_registry
-from prompt_composer.errors import LoadError, Problem
+from prompt_composer.errors import LoadError, Problem, did_you_mean
 from tests.helpers import DATA
+
+pytestmark = pytest.mark.usefixtures("yaml_parser")  # every test under both YAML parsers
 
 DATA = DATA / "malformed"
 BASE = DATA / "base"
@@ -333,6 +335,6 @@ def test_an_unknown_key_is_reported_at_its_line(doc: ToolDoc, key: str) -> None:
         path.write_text(text, encoding="utf-8")
         with pytest.raises(LoadError) as info:
             load_registry(tmp)
-    assert [(p.path.name, p.line, p.message) for p in info.value.problems] == [
-        (path.name, line, f"unknown key {key!r}")
-    ]
+    hint = did_you_mean(key, list(ToolDoc.model_fields))  # a key close to a known one names it
+    message = f"unknown key {key!r}; {hint}" if hint else f"unknown key {key!r}"
+    assert [(p.path.name, p.line, p.message) for p in info.value.problems] == [(path.name, line, message)]

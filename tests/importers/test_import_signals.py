@@ -1,6 +1,7 @@
 """Imports are atomic under any signal: real ``prompt-composer import json`` processes killed with SIGKILL, SIGTERM
-and SIGINT at seeded random moments leave the docs folder the old one or the new one, ``validate`` (the next
-command) agrees and says which, and no staging folder survives it. And the journal's recovery, step by step."""
+and SIGINT at seeded random moments leave the docs folder the old one or the new one once ``import --recover`` has
+run (it says which, and ``validate`` agrees), and no staging folder survives it. And the journal's recovery, step by
+step, on journals left by writes killed after each rename."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 from prompt_composer.cli import main
 from prompt_composer.core.registry import default_docs_dir, load_registry
+from prompt_composer.errors import LoadError
 from prompt_composer.shared.journal import COMMITTED, STAGING_PREFIX, recover, write_all
 from tests.helpers import REPO, SHARED
 
@@ -75,6 +77,13 @@ def validate(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, s
     return code, captured.out, captured.err
 
 
+def recover_cli(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``prompt-composer import --recover --docs OUT``: its exit code and stderr."""
+    capsys.readouterr()
+    code = main(["import", "--recover", "--docs", str(out)])
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not LIVEMCPBENCH.exists(), reason="needs ../shared/corpora/livemcpbench")
 def test_imports_killed_at_random_points_leave_the_old_folder_or_the_new_one(
@@ -118,16 +127,21 @@ def test_imports_killed_at_random_points_leave_the_old_folder_or_the_new_one(
                 # the signal came before the CLI set its handlers (Python starting: nothing begun) or after it
                 # restored them (the import done): the default action, with the folder old or new
                 assert process.returncode == -signum and tree_hash(out) in (old_hash, new_hash), where
-            code, stdout, stderr = validate(out, capsys)
+            if any((p / COMMITTED).exists() for p in staged):  # a reader refuses a possible mix, and changes nothing
+                code, stdout, stderr = validate(out, capsys)
+                assert code == 2 and "an interrupted import, committed" in stderr, where + stderr
+            code, said = recover_cli(out, capsys)
+            assert code == 0, where + said
             folder = tree_hash(out)
             assert folder in (old_hash, new_hash), where
+            if "completed it" in said:
+                assert folder == new_hash, where + said
+            if "rolled it back" in said:
+                assert folder == old_hash, where + said
+            code, stdout, stderr = validate(out, capsys)
             assert code == 0, where + stderr
             tools = old_tools if folder == old_hash else new_tools
             assert stdout.startswith(f"ok: {tools} tools, 5 modes"), where + stdout
-            if "completed it" in stderr:
-                assert folder == new_hash, where + stderr
-            if "rolled it back" in stderr:
-                assert folder == old_hash, where + stderr
             assert not [p for p in out.iterdir() if p.name.startswith(STAGING_PREFIX)], where
             seen.setdefault(signum.name, set()).add("old" if folder == old_hash else "new")
             shutil.rmtree(out)
@@ -138,53 +152,86 @@ def test_imports_killed_at_random_points_leave_the_old_folder_or_the_new_one(
 # --------------------------------------------------------------------------------------------- the journal itself
 
 
-def staged_by_hand(folder: Path, files: dict[str, str], *, committed: bool, moved: int) -> Path:
-    """A staging folder as a write killed after ``moved`` of its renames leaves it (the layout of the journal)."""
-    staging = folder / f"{STAGING_PREFIX}deadbeef"
-    for relative, text in files.items():
-        (staging / "files" / relative).parent.mkdir(parents=True, exist_ok=True)
-        (staging / "files" / relative).write_text(text)
-    if committed:
-        (staging / COMMITTED).touch()
-    for relative in list(files)[:moved]:
-        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / "files" / relative, folder / relative)
+KILLED_WRITE = """
+import os, signal, sys, json
+from prompt_composer.shared import journal
+from prompt_composer.shared.journal import write_all
+folder, files, moved = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+renames = []
+move_file = journal.move_file
+def counted(*args):
+    if len(renames) == moved:
+        os.kill(os.getpid(), signal.SIGKILL)
+    renames.append(args)
+    move_file(*args)
+journal.move_file = counted
+remove_entry = journal.remove_entry
+def removing(*args):
+    if moved >= 0 and len(renames) == moved:  # every file moved: killed before the staging folder goes
+        os.kill(os.getpid(), signal.SIGKILL)
+    remove_entry(*args)
+journal.remove_entry = removing
+def check(doing):
+    if moved < 0 and doing.startswith("moving"):
+        os.kill(os.getpid(), signal.SIGKILL)
+write_all(__import__("pathlib").Path(folder), files, check=check)
+"""
+
+
+def killed_write(folder: Path, files: dict[str, str], *, committed: bool, moved: int = 0) -> Path:
+    """The journal a real write leaves when SIGKILL stops it: before the commit (every file staged), or after it
+    and ``moved`` of its renames."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-c", KILLED_WRITE, str(folder), json.dumps(files), str(moved if committed else -1)]
+    done = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    [staging] = [p for p in folder.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    assert (staging / COMMITTED).exists() == committed
     return staging
 
 
 @pytest.mark.parametrize("moved", [0, 1, 3, 4])
-def test_recovery_completes_a_committed_write_wherever_it_stopped(tmp_path: Path, moved: int) -> None:
+def test_recovery_completes_a_committed_write_wherever_it_stopped(
+    tmp_path: Path, moved: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     files = {"a.yaml": "new a\n", "b.yaml": "new b\n", "modes/m.yaml": "new m\n", ".import-state.json": "{}\n"}
     expected = tmp_path / "expected"
     write_all(expected, files)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.yaml").write_text("old a\n")
-    staging = staged_by_hand(folder, files, committed=True, moved=moved)
+    staging = killed_write(folder, files, committed=True, moved=moved)
+    # A reader refuses the folder (it may be a mix), says what recovery would do, and changes nothing.
+    before = tree_hash(folder)
+    with pytest.raises(LoadError, match=f"committed: recovery would apply {len(files) - moved} staged file"):
+        load_registry(folder)
+    assert tree_hash(folder) == before
     [recovery] = recover(folder)
     assert (recovery.outcome, recovery.files) == ("completed", len(files) - moved)
     assert tree_hash(folder) == tree_hash(expected) and not staging.exists()
     assert recover(folder) == []  # nothing left to do
 
 
-def test_recovery_rolls_back_an_uncommitted_write(tmp_path: Path) -> None:
+def test_recovery_rolls_back_an_uncommitted_write(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a.yaml").write_text("old a\n")
-    before = tree_hash(folder)
-    staged_by_hand(folder, {"a.yaml": "new a\n", "b.yaml": "new b\n"}, committed=False, moved=0)
+    shutil.copytree(default_docs_dir(), folder)
+    before = visible_hash(folder)
+    staging = killed_write(folder, {"a.yaml": "new a\n", "b.yaml": "new b\n"}, committed=False)
+    # Not committed: the folder is the old one, so a reader reads it, warns, and leaves the journal alone.
+    assert len(load_registry(folder).tools) == 28 and staging.exists()
+    assert "not committed: the folder is as it was before it and is read as it is" in caplog.text
     [recovery] = recover(folder)
     assert (recovery.outcome, recovery.files) == ("rolled back", 2)
     assert "the folder is as it was before it" in recovery.describe()
-    assert tree_hash(folder) == before
+    assert visible_hash(folder) == before and not staging.exists()
 
 
-def test_a_running_write_is_left_alone_and_the_cli_says_what_it_recovered(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_running_write_is_left_alone_and_import_recover_says_what_it_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = tmp_path / "docs"
     shutil.copytree(default_docs_dir(), folder)
-    staging = staged_by_hand(folder, {"zz.yaml": "not a tool doc\n"}, committed=False, moved=0)
+    staging = killed_write(folder, {"zz.yaml": "not a tool doc\n"}, committed=False)
     # another process holding the folder's lock: a write still running, so recovery must not touch it
     holder = subprocess.Popen(
         [
@@ -200,16 +247,26 @@ def test_a_running_write_is_left_alone_and_the_cli_says_what_it_recovered(
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
         assert recover(folder) == [] and staging.exists()
+        code, stdout, _ = validate(folder, capsys)  # a write in progress that has not committed: read as is
+        assert code == 0 and stdout.startswith("ok: 28 tools") and "interrupted" not in caplog.text
     finally:
         assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
-    code, stdout, stderr = validate(folder, capsys)
-    assert code == 0 and stdout.startswith("ok: 28 tools")
-    said = "rolled it back (1 staged file(s) discarded); the folder is as it was before it; removed"
-    assert f"{said} {staging.name}" in stderr
+    caplog.clear()
+    code, stdout, _ = validate(folder, capsys)  # the writer is gone: the reader says so, and still reads
+    assert code == 0 and stdout.startswith("ok: 28 tools") and staging.exists()
+    assert f"{staging}: an interrupted import, not committed" in caplog.text
+    code, said = recover_cli(folder, capsys)
+    assert code == 0
+    assert said == (
+        f"# {folder}: an interrupted import had not committed; rolled it back (1 staged file(s) discarded); the "
+        f"folder is as it was before it; removed {staging.name}\n"
+    )
     assert not staging.exists()
+    code, said = recover_cli(folder, capsys)
+    assert (code, said) == (0, f"{folder}: no interrupted import to recover\n")
 
 
 def test_an_interrupted_write_into_a_new_folder_leaves_no_folder(tmp_path: Path) -> None:

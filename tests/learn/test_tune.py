@@ -414,6 +414,7 @@ def test_overlay_from_the_environment(
 ) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("code:\n  permanent: [read_file]\n")
+    monkeypatch.chdir(tmp_path)  # a path from the environment must be inside the project (issue 37)
     monkeypatch.setenv("PROMPT_COMPOSER_OVERLAY", str(overlay))
     code, out, _ = run(capsys, "compose", "--mode", "code", "--format", "json")
     assert code == 0 and json.loads(out)["full"] == ["read_file"]

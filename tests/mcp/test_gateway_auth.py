@@ -11,10 +11,7 @@ import json
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,65 +21,25 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.mcp.auth_support import (
+    ASK_TOKEN,
+    AUDIENCE,
+    CODE_TOKEN,
+    INITIALIZE,
+    ISSUER,
+    LIST,
+    bearer,
+    gateway,
+    post,
+    token,
+    write_jwks,
+)
 from tests.mcp.support import LEGACY, MODERN, env, names, text
 
 joserfc = pytest.importorskip("joserfc", reason="the JWT verifier needs joserfc (the auth extra)")
-from joserfc import jwt  # noqa: E402
 from joserfc.jwk import RSAKey  # noqa: E402
 
 from prompt_composer.mcp.auth import JwtVerifier  # noqa: E402
-
-CODE_TOKEN = "code-token-" + "c" * 24
-ASK_TOKEN = "ask-token-" + "a" * 24
-ISSUER = "https://id.example.test"
-AUDIENCE = "https://gateway.example.test/mcp"
-LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-
-
-@contextmanager
-def gateway(tmp_path: Path, *extra: str, mode: str = "code", environ: dict[str, str] | None = None) -> Iterator[str]:
-    """``serve --transport http --port 0`` of the shipped docs with a workspace; yields its URL."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    (workspace / "notes.txt").write_text("hello\n")
-    args = [sys.executable, "-m", "prompt_composer", "serve", "--mode", mode, "--transport", "http", "--port", "0"]
-    process = subprocess.Popen(
-        [*args, "--workspace", str(workspace), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environ or env(CODE=CODE_TOKEN, ASK=ASK_TOKEN),
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("READY http://127.0.0.1:"), (line, process.stderr.read() if process.stderr else "")
-        yield line.split()[1]
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
-
-
-def post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    """A raw POST: status, headers (lower-case names), body."""
-    data = json.dumps(body).encode()
-    base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-    request = urllib.request.Request(url, data=data, headers={**base, **(headers or {})}, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {token}"}
 
 
 async def session(url: str, token: str, era: str) -> tuple[list[str], str]:
@@ -223,15 +180,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[RSAKey, RSAKey, Path
     """The identity provider's key, a stranger's key, and the provider's public JWKS file."""
     key = RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
     stranger = RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
-    path = tmp_path_factory.mktemp("jwks") / "jwks.json"
-    path.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
-    return key, stranger, path
-
-
-def token(key: RSAKey, **claims: Any) -> str:
-    now = int(time.time())
-    base = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now + 600, "iat": now, "scope": "mode:code"}
-    return jwt.encode({"alg": "RS256", "kid": "idp-1"}, {**base, **claims}, key)
+    return key, stranger, write_jwks(tmp_path_factory.mktemp("jwks") / "jwks.json", key)
 
 
 def test_jwt_checks_signature_issuer_audience_and_expiry(keys: tuple[RSAKey, RSAKey, Path]) -> None:
@@ -295,7 +244,7 @@ def test_jwt_through_the_gateway(tmp_path: Path, keys: tuple[RSAKey, RSAKey, Pat
         assert post(url, INITIALIZE, bearer(token(key)))[0] == 200
         assert post(url, INITIALIZE, bearer(token(key, scope="mode:*")))[0] == 200
         assert post(url, INITIALIZE, bearer(token(stranger)))[0] == 401
-        assert post(url, INITIALIZE, bearer(token(key, exp=int(time.time()) - 5)))[0] == 401
+        assert post(url, INITIALIZE, bearer(token(key, exp=int(time.time()) - 3600)))[0] == 401
         status, headers, _ = post(url, INITIALIZE, bearer(token(key, scope="mode:ask")))
         assert status == 403 and 'error="insufficient_scope"' in headers["www-authenticate"]
 

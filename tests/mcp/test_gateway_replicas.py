@@ -25,7 +25,13 @@ import pytest
 from benchmarks.replicas import TASK_HEADER, TOKEN_VAR, Answer, Cluster, call, missing
 
 REASON = missing()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+# End to end: four gateways, HAProxy and Redis, a thousand tasks; under pytest-xdist on one worker of its own
+# group (`--dist loadgroup`), so two clusters never share the machine's two cores.
+pytestmark = [
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+    pytest.mark.slow,
+    pytest.mark.xdist_group("replicas"),
+]
 
 TOOLS: dict[str, dict[str, Any]] = {
     "list_files": {"path": "."},
@@ -50,7 +56,7 @@ def expected_fifo(index: int) -> tuple[str, ...]:
 
 
 def store_key(task: str) -> str:
-    return f"{TOKEN_VAR}/{task}"  # the store key is prefixed with the token's client id (its variable's name)
+    return f"token/{TOKEN_VAR}/{task}"  # a static token's tasks are keyed by its variable's name
 
 
 def test_1000_tasks_over_4_replicas_one_killed_fifos_exact(tmp_path: Path) -> None:

@@ -1,0 +1,218 @@
+"""YAML files parsed once: the parsed data of a folder's YAML files, kept between processes in the user cache.
+
+Parsing is nearly all the time a cold command spends on a large docs folder; the files seldom change between two
+runs. :class:`YamlCache` keeps, per folder, one JSON file in ``<cache dir>/registry/`` (see
+:mod:`.cache_dir`) holding each file's parsed data under the file's identity: its size, modification and change
+times (ns), inode and device, and the SHA-256 of its bytes. A file whose identity is unchanged is not read; any
+change (an edit, a rename over it, a copy, a ``touch``) makes its identity differ and that file alone is parsed
+again. File times are only as fine as the file system keeps them (2 s on FAT, a clock tick elsewhere): an entry
+recorded within :data:`RACY_NS` of the file's last change could miss an edit made in the same tick, so such an
+entry is checked against the file's hash each time it is used, until the file is old enough to trust its times.
+
+The cache saves parsing, not checking: what it returns is validated by the caller exactly as a fresh parse is.
+It is never trusted to be well formed either: a file that is not JSON, is truncated, names another package
+version, schema or folder, or holds an entry of the wrong shape is ignored whole, with a log line, and rebuilt.
+
+It is JSON (see :mod:`.cache_files` for why): JSON holds exactly what a tool doc is made of (mappings with
+string keys, lists, strings, numbers, booleans, null); a file whose data holds anything else (a YAML timestamp, a
+set) is simply not cached. ``json.loads`` of a 331-tool folder's cache takes ~10 ms. It is written atomically,
+so a reader sees the old cache or the new one, and two processes saving at once leave one complete cache. At
+most :data:`MAX_FOLDERS` folders are kept (the least recently written go first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputFileError, Problem
+from .cache_files import folder_cache_file, prune, read_cache, write_cache
+from .files import read_bytes
+from .version import VERSION
+from .yamlfile import MAX_YAML_BYTES, LineMap, parse_yaml, read_yaml, yaml_text
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "prompt-composer parsed YAML"
+SCHEMA = 1  # raised whenever what an entry holds, or how data is read, changes
+# An entry recorded less than this after its file last changed is checked by hash (see the module docstring):
+# the coarsest file times in common use (FAT) are 2 s apart.
+RACY_NS = 2_000_000_000
+MAX_FOLDERS = 64
+WHAT = "parsed-YAML cache"
+_IDENTITY = ("size", "mtime_ns", "ctime_ns", "ino", "dev")
+_ENTRY_KEYS = frozenset({*_IDENTITY, "sha256", "checked_ns", "data"})
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def cache_file(root: Path, cache_dir: Path | None = None) -> Path:
+    """The cache file of the folder ``root``: ``<cache dir>/registry/<folder name>-<hash of its path>.json``."""
+    return folder_cache_file("registry", root, cache_dir)
+
+
+def _identity(info: os.stat_result) -> dict[str, int]:
+    return {
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "ctime_ns": info.st_ctime_ns,
+        "ino": info.st_ino,
+        "dev": info.st_dev,
+    }
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON's own kind of data, so that it reads back from JSON equal to itself."""
+    kind = type(value)
+    if kind in (str, int, bool) or value is None:
+        return True
+    if kind is float:
+        return True  # NaN and the infinities included: Python's json writes and reads them
+    if depth > 200:
+        return False
+    if kind is list:
+        return all(_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
+    return False
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _entries(document: Any, root: str) -> dict[str, dict[str, Any]] | str:
+    """The entries of a cache document, or why the document is not one this version can use."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return "not a parsed-YAML cache"
+    if document.get("schema") != SCHEMA or document.get("version") != VERSION:
+        return f"written by another version (package {document.get('version')!r}, schema {document.get('schema')!r})"
+    if document.get("root") != root:
+        return f"the cache of another folder ({document.get('root')!r})"
+    files = document.get("files")
+    if not isinstance(files, dict):
+        return "no files"
+    for name, entry in files.items():
+        if not isinstance(entry, dict) or entry.keys() != _ENTRY_KEYS:
+            return f"a malformed entry for {name!r}"
+        if not all(_is_int(entry[key]) for key in (*_IDENTITY, "checked_ns")):
+            return f"a malformed entry for {name!r}"
+        if not isinstance(entry["sha256"], str) or not _SHA256.fullmatch(entry["sha256"]):
+            return f"a malformed entry for {name!r}"
+    return files
+
+
+class YamlCache:
+    """The parsed YAML files of the folder ``root``, read from and saved to its cache file (see the module
+    docstring). :meth:`read` is :func:`~.yamlfile.read_yaml` through the cache; :meth:`save` writes what changed.
+
+    A file read from the cache comes without its line map (``{}``): lines matter only to place a problem, and a
+    caller that finds one reads the files again with :meth:`parse`, which always parses (and caches what is
+    good). One instance serves one load; it is not shared between threads."""
+
+    def __init__(self, root: Path, *, cache_dir: Path | None = None) -> None:
+        self.root = root.resolve()
+        self.path = cache_file(root, cache_dir)
+        self._prefix = os.path.join(os.path.abspath(root), "")  # how the loader names the folder's files
+        self._existed = False
+        self._dirty = False
+        self._seen: dict[str, dict[str, Any]] = {}
+        self._entries = self._load()
+        self.hits = 0
+        self.parsed = 0
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        document, self._existed = read_cache(self.path, WHAT, logger)
+        if document is None:
+            return {}
+        entries = _entries(document, str(self.root))
+        if isinstance(entries, str):
+            level = logging.INFO if entries.startswith("written by another version") else logging.WARNING
+            logger.log(level, "ignoring the %s %s: %s; it will be rebuilt", WHAT, self.path, entries)
+            return {}
+        return entries
+
+    def _name(self, path: Path) -> str | None:
+        """The key of ``path`` in this folder's cache (its path under the folder), or None for a file elsewhere."""
+        name = os.path.abspath(path)
+        if not name.startswith(self._prefix):
+            return None
+        return name[len(self._prefix) :].replace(os.sep, "/")
+
+    def read(self, path: Path) -> tuple[Any, LineMap, list[Problem]]:
+        """``path``'s data from the cache when the file is unchanged (with an empty line map), else parsed."""
+        name = self._name(path)
+        entry = self._entries.get(name) if name is not None else None
+        if entry is not None and name is not None:
+            try:
+                info = os.stat(path)
+            except OSError:
+                info = None
+            if info is not None and stat.S_ISREG(info.st_mode) and self._unchanged(path, entry, info):
+                self._seen[name] = entry
+                self.hits += 1
+                return entry["data"], {}, []
+        return self.parse(path)
+
+    def _unchanged(self, path: Path, entry: dict[str, Any], info: os.stat_result) -> bool:
+        if any(entry[key] != value for key, value in _identity(info).items()):
+            return False
+        last_change = max(info.st_mtime_ns, info.st_ctime_ns)
+        if last_change < entry["checked_ns"] - RACY_NS:
+            return True
+        try:  # recorded too soon after the file changed to trust its times: compare the bytes
+            data = read_bytes(path, what="YAML file", max_bytes=MAX_YAML_BYTES)
+        except InputFileError:
+            return False
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            return False
+        now = time.time_ns()
+        if last_change < now - RACY_NS:  # old enough now: its times are trusted from here on
+            entry["checked_ns"] = now
+            self._dirty = True
+        return True
+
+    def parse(self, path: Path) -> tuple[Any, LineMap, list[Problem]]:
+        """:func:`~.yamlfile.read_yaml`, remembering the data of a file that parses without a problem."""
+        self.parsed += 1
+        name = self._name(path)
+        if name is None:
+            return read_yaml(path)
+        checked = time.time_ns()  # before the stat: an edit after this instant is within RACY_NS of it
+        try:
+            info = os.stat(path)
+        except OSError:
+            info = None
+        text = yaml_text(path)
+        if isinstance(text, Problem):
+            return None, {}, [text]
+        data, lines, problems = parse_yaml(text, path)
+        if info is not None and stat.S_ISREG(info.st_mode) and not problems and data is not None and _plain(data):
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            self._seen[name] = {**_identity(info), "sha256": digest, "checked_ns": checked, "data": data}
+            self._dirty = True
+        return data, lines, problems
+
+    def save(self) -> None:
+        """Write the entries of the files read since this cache was opened (a file no longer read drops out),
+        atomically, if anything changed; a cache that cannot be written is logged and left alone."""
+        if not self._dirty and self._seen.keys() == self._entries.keys():
+            return
+        document = {
+            "format": FORMAT,
+            "schema": SCHEMA,
+            "version": VERSION,
+            "root": str(self.root),
+            "files": dict(sorted(self._seen.items())),
+        }
+        if not write_cache(self.path, document, WHAT, logger):
+            return
+        self._entries, self._dirty = dict(self._seen), False
+        if not self._existed:
+            self._existed = True
+            prune(self.path.parent, keep=self.path, most=MAX_FOLDERS)

@@ -1,0 +1,126 @@
+"""A command imports what it needs: the parser of every subcommand is built without importing the library behind
+it, so ``--version`` and ``--help`` import no part of it and ``compose`` only the core (and, with the user cache
+warm, not the tokenizer). Each set is pinned: a module that joins one is a choice to make here, with its cost in
+mind (``python -X importtime -c 'import prompt_composer.cli'``; benchmarks/bench_startup.py times the commands).
+
+The parser's choices and defaults are written in the command modules, so that building it imports nothing; they
+are held equal to the library's own here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prompt_composer.agent.bench import DEFAULT_CONTEXT_TOKENS, VARIANTS
+from prompt_composer.agent.providers import PROVIDERS
+from prompt_composer.cli import agent, bench, local, registry, stats, tune
+from prompt_composer.core.promotion import POLICIES
+from prompt_composer.learn.replay import ReplayParams
+from prompt_composer.learn.stats import DEFAULT_TOP
+from prompt_composer.learn.tune import DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED
+from prompt_composer.local.server import CHAT_TEMPLATES
+from prompt_composer.safety.rules import QUARANTINE_SEVERITY, SEVERITIES
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "tool_docs"
+# Third-party packages no command needs to start: each is imported by the handler that uses it.
+HEAVY = ("tiktoken", "numpy", "anthropic", "openai", "mcp", "httpx", "asyncio", "jsonschema", "xllamacpp")
+# What `import prompt_composer.cli` imports of the package: the command modules, and what their parsers need.
+COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
+PARSER_MODULES = frozenset(
+    {
+        "prompt_composer",
+        "prompt_composer.cli",
+        *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
+        "prompt_composer.cli.output",  # every line a command writes, escaped
+        "prompt_composer.cli.lint_layers",  # the --semantic option (the layer itself is imported when made)
+        "prompt_composer.errors",
+        "prompt_composer.learn",
+        "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
+        "prompt_composer.local",
+        "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
+        "prompt_composer.shared",
+        "prompt_composer.shared.annotations",
+        "prompt_composer.shared.cache_dir",
+        "prompt_composer.shared.files",
+        "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
+        "prompt_composer.shared.journal_records",
+        "prompt_composer.shared.journal_state",
+        "prompt_composer.shared.jsontext",
+        "prompt_composer.shared.lazy",
+        "prompt_composer.shared.nofollow",
+        "prompt_composer.shared.progress",
+        "prompt_composer.shared.text",
+        "prompt_composer.shared.version",
+    }
+)
+CORE_MODULES = (
+    "access audit bounds builtins cards composer counts definitions docs fetch mentions modes prompt registry schema"
+)
+COMPOSE_MODULES = PARSER_MODULES | {
+    "prompt_composer.agent",
+    "prompt_composer.agent.providers",  # the provider's tool format
+    "prompt_composer.core",
+    *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
+    "prompt_composer.shared.cache_files",
+    "prompt_composer.shared.yamlcache",
+    "prompt_composer.shared.yamlfile",
+}
+
+PROBE = """
+import contextlib, io, json, sys
+from prompt_composer.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def imported(*argv: str, cache: Path) -> tuple[set[str], set[str]]:
+    """The package's modules and the third-party top-level packages a fresh process running the command had
+    imported when it ended."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["code"] in (0, None), proc.stderr
+    modules = set(result["modules"])
+    return {m for m in modules if m.split(".")[0] == "prompt_composer"}, {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["compose", "--help"], ["import", "json", "--help"]])
+def test_the_version_and_help_import_no_library_module(tmp_path: Path, argv: list[str]) -> None:
+    package, top = imported(*argv, cache=tmp_path)
+    assert package == PARSER_MODULES, f"joined: {sorted(package - PARSER_MODULES)}; left: {PARSER_MODULES - package}"
+    assert not top & {"pydantic", "yaml", "jinja2", "regex", "cachetools", *HEAVY}
+
+
+def test_compose_imports_the_core_and_with_a_warm_cache_not_the_tokenizer(tmp_path: Path) -> None:
+    argv = ("--docs", str(SHIPPED), "compose", "--mode", "code")
+    cold, cold_top = imported(*argv, cache=tmp_path)
+    assert "tiktoken" in cold_top  # the first run counts its tokens, and keeps them
+    package, top = imported(*argv, cache=tmp_path)
+    assert package == COMPOSE_MODULES, f"joined: {sorted(package - COMPOSE_MODULES)}; left: {COMPOSE_MODULES - package}"
+    assert cold == package
+    assert not top & set(HEAVY)  # the lint, importers, reports, agent loop, discovery, MCP: none of them either
+
+
+def test_the_parsers_choices_and_defaults_are_the_librarys() -> None:
+    assert registry.PROVIDERS == PROVIDERS
+    assert (registry.SEVERITIES, registry.QUARANTINE_SEVERITY) == (SEVERITIES, QUARANTINE_SEVERITY)
+    assert agent.POLICIES == POLICIES
+    assert ReplayParams().result_tokens == agent.RESULT_TOKENS
+    assert (bench.VARIANTS, bench.DEFAULT_CONTEXT_TOKENS) == (VARIANTS, DEFAULT_CONTEXT_TOKENS)
+    assert local.CHAT_TEMPLATES == CHAT_TEMPLATES
+    assert stats.DEFAULT_TOP == DEFAULT_TOP
+    assert (tune.DEFAULT_HELDOUT_FRACTION, tune.DEFAULT_SEED) == (DEFAULT_HELDOUT_FRACTION, DEFAULT_SEED)
