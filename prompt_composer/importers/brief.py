@@ -61,7 +61,7 @@ def draft_brief(
     *,
     server: str = "",
     siblings: Iterable[str] = (),
-    server_tools: Sequence[UpstreamTool] = (),
+    server_tools: Sequence[UpstreamTool] | ServerShape = (),
 ) -> str:
     """A brief drafted from the description: what the tool does and when to use it, ≤ 60 words.
 
@@ -69,10 +69,10 @@ def draft_brief(
     saying what the tool does and the first sentence saying when to use it ("Use this tool when …", "Great
     for …"), wherever it stands; sentences naming parameters, giving formats or rules, or addressing the model
     are left to the full form. Without a when-sentence it takes one from a "When to use this tool:" list, or one
-    that tells the tool from its siblings (``server_tools``: the tools of its server) by what it needs
-    (:func:`_distinguishing_use`), or stops at what it does. A when-sentence that only says again what the
-    sentences before it say ("Star a repository. Use it when you need to star a repository.") is never kept
-    (:func:`repeats`).
+    that tells the tool from its siblings (``server_tools``: the tools of its server, or their
+    :class:`ServerShape`, made once for a whole server) by what it needs (:func:`_distinguishing_use`), or
+    stops at what it does. A when-sentence that only says again what the sentences before it say ("Star a
+    repository. Use it when you need to star a repository.") is never kept (:func:`repeats`).
 
     An upstream's orders to the model are not carried over: markup that hides text (comments, ``<IMPORTANT>``
     blocks with their content, hidden elements) and invisible characters are stripped first, and every
@@ -103,7 +103,8 @@ def draft_brief(
         brief = " ".join(brief.split()[:_BRIEF_TARGET_WORDS]).rstrip(",;:") + " …"
     brief = _terminated(brief)
     if usage is None and not re.search(r"\bdeprecated\b", brief, re.IGNORECASE) and _mostly_latin(brief):
-        when = _usage_list(description, siblings) or _distinguishing_use(tool, server_tools)
+        shape = server_tools if isinstance(server_tools, ServerShape) else ServerShape(server_tools)
+        when = _usage_list(description, siblings) or _distinguishing_use(tool, shape)
         fits = when is not None and len(brief.split()) + len(when.split()) <= BRIEF_MAX_WORDS
         if when is not None and fits and not repeats(when, sentences(brief)):
             brief = f"{brief} {when}"
@@ -273,27 +274,46 @@ def _objects(tool: UpstreamTool, prefix: frozenset[str]) -> frozenset[str]:
     return frozenset(_stem(w) for w in name_words(tool.name) if base_verb(w) is None and w not in prefix)
 
 
-def _distinguishing_use(tool: UpstreamTool, server_tools: Sequence[UpstreamTool]) -> str | None:
+class ServerShape:
+    """What :func:`_distinguishing_use` reads of a server's tools, worked out once for all of them: each tool's
+    objects and required parameters, the server's prefix words and the parameters every tool requires. Drafting a
+    server of thousands of tools stays linear (each tool looks up its siblings by object word)."""
+
+    def __init__(self, tools: Sequence[UpstreamTool]) -> None:
+        self.size = len(tools)
+        counts: Counter[str] = Counter(w for t in tools for w in set(name_words(t.name)))
+        self.prefix = frozenset(w for w, n in counts.items() if n >= max(3, _PREFIX_SHARE * len(tools)))
+        self.objects = {t.name: _objects(t, self.prefix) for t in tools}
+        self.required = {t.name: _required(t) for t in tools}
+        self.by_object: dict[str, list[str]] = {}
+        for name, words in self.objects.items():
+            for word in words:
+                self.by_object.setdefault(word, []).append(name)
+        requirements = [set(r) for r in self.required.values()]
+        self.everywhere: set[str] = set.intersection(*requirements) if requirements else set()
+
+    def siblings(self, tool: UpstreamTool) -> list[str]:
+        """The other tools of the server whose names share an object word with ``tool``'s."""
+        mine = self.objects[tool.name] if tool.name in self.objects else _objects(tool, self.prefix)
+        return sorted({n for w in mine for n in self.by_object.get(w, ()) if n != tool.name})
+
+
+def _distinguishing_use(tool: UpstreamTool, shape: ServerShape) -> str | None:
     """ "Use it when you have the issue number.": the identifiers a tool requires that a sibling acting on the same
     thing (a tool of its server whose name shares an object word) does without, and that not every tool of the
     server requires (``owner``, ``repo``); ``None`` when nothing tells it apart."""
-    others = [t for t in server_tools if t.name != tool.name]
-    if not others:
+    if shape.size - (tool.name in shape.objects) < 1:  # no other tool on the server
         return None
-    counts: Counter[str] = Counter(w for t in server_tools for w in set(name_words(t.name)))
-    prefix = frozenset(w for w, n in counts.items() if n >= max(3, _PREFIX_SHARE * len(server_tools)))
-    mine = _objects(tool, prefix)
-    siblings = [t for t in others if mine & _objects(t, prefix)]
+    siblings = shape.siblings(tool)
     if not siblings:
         return None
-    everywhere = set(_required(server_tools[0])).intersection(*(_required(t) for t in server_tools[1:]))
     distinct = [
         p
         for p in _required(tool)
-        if p not in everywhere
+        if p not in shape.everywhere
         and name_words(p)
         and name_words(p)[-1] in _IDENTIFIERS
-        and any(p not in _required(t) for t in siblings)
+        and any(p not in shape.required[t] for t in siblings)
     ]
     if not distinct:
         return None

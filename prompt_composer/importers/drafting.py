@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.docs import NAME_PATTERN, Origin, ToolDoc
 from ..errors import ImporterError
-from .brief import draft_brief
+from .brief import ServerShape, draft_brief
 from .deadline import NO_DEADLINE, Deadline
 from .placement import Placement, place
 from .render import render_full
@@ -126,7 +126,7 @@ def _doc(
     *,
     server: str,
     siblings: list[str],
-    server_tools: Sequence[UpstreamTool] = (),
+    server_tools: Sequence[UpstreamTool] | ServerShape = (),
 ) -> ToolDoc:
     """The drafted doc of ``upstream`` (``tool`` is it with renamed mentions); a doc that does not validate is
     an :class:`ImporterError` naming the tool, one problem after another."""
@@ -168,6 +168,7 @@ def draft_docs(
     names = {tool.name: api_name(tool.name, prefix=prefix) for tool in tools}
     mentions = _Mentions({original: mapped for original, mapped in names.items() if original != mapped})
     index = SiblingIndex((original, n) for original, mapped in names.items() for n in (original, mapped))
+    shape = ServerShape(tools)  # what tells each tool from its siblings, worked out once for the server
     for number, upstream in enumerate(tools):
         deadline.check(f"drafting the docs ({number:,} of {len(tools):,} drafted)")
         name = names[upstream.name]
@@ -181,7 +182,7 @@ def draft_docs(
         placement = place(upstream, group=group, write_group=write_group)
         tool = _with_renamed_mentions(upstream, mentions)
         siblings = index.among(text_words([tool.description]), owner=upstream.name)
-        doc = _doc(upstream, tool, name, placement.group, server=server, siblings=siblings, server_tools=tools)
+        doc = _doc(upstream, tool, name, placement.group, server=server, siblings=siblings, server_tools=shape)
         out.append((doc, placement))
     return out
 
