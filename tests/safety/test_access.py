@@ -68,19 +68,24 @@ def test_call_tool_answers_a_hidden_tool_and_a_made_up_one_alike() -> None:
 # --- the command line -----------------------------------------------------------------------------------------
 
 
-def test_the_fetch_command_tells_the_operator_which_mode_has_a_hidden_tool(capsys: pytest.CaptureFixture[str]) -> None:
-    """On the command line the reader is the operator, who may see every mode (issue 40): a tool of another mode is
-    named with that mode; a made-up one is not there at all. What the *model* is told stays identical for both
-    (the tests above)."""
+def test_the_fetch_command_tells_a_person_where_a_tool_is_and_the_model_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On the command line the reader is the person who owns the registry: a tool of another mode is named with
+    the mode that has it (tests/cli/test_first_hour.py). What the model is answered for the same two names stays
+    the same refusal."""
     shipped = load_registry()
-    made_up = twin("debug_launch", shipped.mode("ask"), shipped)
+    ask = shipped.mode("ask")
+    made_up = twin("debug_launch", ask, shipped)
     assert main(["fetch", "debug_launch", "--mode", "ask"]) == 1
     hidden_err = capsys.readouterr().err
     assert main(["fetch", made_up, "--mode", "ask"]) == 1
     made_up_err = capsys.readouterr().err
     assert hidden_err.startswith("error: mode 'ask' has no tool 'debug_launch'; mode 'debug' has it"), hidden_err
-    assert made_up_err.startswith(f"error: there is no tool '{made_up}'"), made_up_err
-    assert "mode 'debug'" not in made_up_err
+    assert made_up_err.startswith(f"error: there is no tool {made_up!r}"), made_up_err
+    one = handle_fetch(shipped, ask, {"name": "debug_launch"})
+    two = handle_fetch(shipped, ask, {"name": made_up})
+    same_refusal(one.content, "debug_launch", two.content, made_up)
 
 
 # --- the tool loop: a direct call, a fetch and call_tool, over both wire formats ----------------------------------
