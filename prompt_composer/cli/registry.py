@@ -97,6 +97,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..core.cards import unused_cards
     from ..core.mentions import mention_problems
     from ..core.registry import modes_folder_problem
     from . import json_out
@@ -114,9 +115,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         print(json_out.dumps(json_out.validate_failed(exc)))  # the problems as data too, for a CI step
         return 2
+    warnings = unused_cards(registry)  # loads, but says nothing the registry uses
     if args.format == "json":
-        print(json_out.dumps(json_out.validate_ok(registry)))
+        print(json_out.dumps(json_out.validate_ok(registry, warnings)))
         return 0
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
     held = sum(1 for doc in registry.tools.values() if doc.quarantined)
     if held:

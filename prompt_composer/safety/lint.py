@@ -79,12 +79,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.cards import ServerCard, card_path
 from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.text import md_cell
-from ..shared.yamlfile import yaml_files, yaml_layout
+from ..shared.yamlfile import LineMap, ScalarMap, yaml_files, yaml_layout
 from .fields import Kind, Loc, doc_texts, label, line, pattern_words
 from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
 from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least, lexicon_languages
@@ -102,6 +103,7 @@ __all__ = [
     "quarantine_rules",
     "review_rules",
     "scan",
+    "scan_card",
     "scan_registry",
     "scan_text",
     "sibling_names",
@@ -220,6 +222,18 @@ def full_size_limit(docs: Iterable[ToolDoc]) -> int:
     return max(FULL_SIZE_FLOOR, int(FULL_SIZE_FACTOR * median))
 
 
+def _layout(path: str | Path | None, source: str | None, what: str) -> tuple[Path | None, LineMap, ScalarMap]:
+    """The file findings are located in, and its lines (read from ``path`` when ``source`` is not given)."""
+    file = Path(path) if path is not None else None
+    if file is not None and source is None:
+        try:
+            source = read_text(file, what=what)  # a regular file within the size limit, never a FIFO
+        except (InputFileError, OSError):
+            source = None
+    lines, scalars = yaml_layout(source) if source is not None else ({}, {})
+    return file, lines, scalars
+
+
 def scan(
     doc: ToolDoc,
     *,
@@ -236,13 +250,7 @@ def scan(
     the check). ``siblings`` names the other tools of the doc's server (see :func:`scan_text`). ``semantic`` adds
     the semantic layer (:mod:`.semantic`): a sentence close in meaning to an attack that no phrase caught.
     """
-    file = Path(path) if path is not None else None
-    if file is not None and source is None:
-        try:
-            source = read_text(file, what="tool doc")  # a regular file within the size limit, never a FIFO
-        except (InputFileError, OSError):
-            source = None
-    lines, scalars = yaml_layout(source) if source is not None else ({}, {})
+    file, lines, scalars = _layout(path, source, "tool doc")
     siblings = tuple(siblings)
     findings: list[Finding] = []
 
@@ -296,6 +304,44 @@ def scan(
     return findings
 
 
+def card_label(server: str) -> str:
+    """How a server card is named in findings (``server:memory``): no tool name holds a colon."""
+    return f"server:{server}"
+
+
+def scan_card(
+    card: ServerCard,
+    *,
+    path: str | Path | None = None,
+    source: str | None = None,
+    siblings: Iterable[str] = (),
+    semantic: SemanticLayer | None = None,
+) -> list[Finding]:
+    """Every finding in a server card's ``title``, ``description`` and ``instructions``: a model reads them (tiered
+    catalogs and namespaces are headed by the card, the gateway passes the instructions on to every client), and
+    a person may write a card by hand, where no import fitted it. ``siblings``: the names of the server's tools (an
+    instruction about them is the server's own workflow). A card is not quarantined; a finding at the threshold
+    fails ``audit --security`` like a tool's."""
+    file, lines, scalars = _layout(path, source, "server card")
+    findings: list[Finding] = []
+    for key in ("title", "description", "instructions"):
+        text = getattr(card, key)
+        if not text:
+            continue
+        matches = scan_text(text, siblings=siblings, own=(card.name,))
+        if semantic is not None:
+            matches += _semantic_matches(semantic, text, matches)
+        for match in matches:
+            at = line(lines, scalars, (key,), "text", text, match.start) if file is not None else None
+            findings.append(
+                Finding(
+                    match.rule, match.severity, card_label(card.name), key, match.excerpt, file, at, match.note,
+                    match.decoded,
+                )
+            )  # fmt: skip
+    return findings
+
+
 def quarantine_rules(findings: Iterable[Finding], threshold: Severity = QUARANTINE_SEVERITY) -> tuple[str, ...]:
     """The sorted rule ids of the findings at ``threshold`` or above: what a doc's ``quarantine`` key lists."""
     return tuple(sorted({f.rule for f in findings if at_least(f.severity, threshold)}))
@@ -329,6 +375,7 @@ class SecurityReport:
     quarantined: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     full_limit: int = FULL_SIZE_FLOOR
     layers: tuple[str, ...] = ()  # what read the docs: "phrases", "lexicons (…)", "semantic (encoder)"
+    cards: int = 0  # server cards read (their findings name ``server:<name>``, see :func:`scan_card`)
 
     def failing(self, threshold: Severity = QUARANTINE_SEVERITY) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if at_least(f.severity, threshold))
@@ -350,6 +397,7 @@ class SecurityReport:
         return {
             "fingerprint": self.fingerprint,
             "tools": self.tools,
+            "cards": self.cards,
             "fail_on": threshold,
             "full_limit": self.full_limit,
             "layers": list(self.layers),
@@ -374,9 +422,11 @@ class SecurityReport:
         flagged = len({f.doc for f in self.failing(threshold)})
         if self.layers:
             lines.append(f"read by: {'; '.join(self.layers)}")
+        cards = f" and {self.cards} server card(s)" if self.cards else ""
         lines.append(
-            f"{len(self.findings)} finding(s) in {self.tools} tool(s): {counts['high']} high, {counts['medium']} "
-            f"medium, {counts['low']} low; {flagged} tool(s) at {threshold} or above; {len(review)} to review"
+            f"{len(self.findings)} finding(s) in {self.tools} tool(s){cards}: {counts['high']} high, "
+            f"{counts['medium']} medium, {counts['low']} low; {flagged} tool(s) at {threshold} or above; "
+            f"{len(review)} to review"
         )
         return lines
 
@@ -423,17 +473,38 @@ def layers_of(semantic: SemanticLayer | None) -> tuple[str, ...]:
 
 
 def scan_registry(registry: Registry, *, semantic: SemanticLayer | None = None) -> SecurityReport:
-    """Scan every tool doc of ``registry``, quarantined ones too; findings carry ``path:line`` when the registry
-    was loaded from a folder (its ``root``). ``semantic`` adds the semantic layer (every sentence of the registry
-    is encoded in one batch first)."""
+    """Scan every tool doc of ``registry``, quarantined ones too, and every server card (:func:`scan_card`);
+    findings carry ``path:line`` when the registry was loaded from a folder (its ``root``). ``semantic`` adds the
+    semantic layer (every sentence of the registry is encoded in one batch first)."""
     tools = registry.tools
     limit = full_size_limit(tools.values())
     files = _doc_files(registry.root)
     if semantic is not None:
         semantic.prime(text for doc in tools.values() for _, _, text in doc_texts(doc))
+        semantic.prime(text for card in registry.servers.values() for text in _card_texts(card))
     findings: list[Finding] = []
     for name, doc in tools.items():
         siblings = sibling_names(doc, tools.values())
         findings += scan(doc, path=files.get(name), full_limit=limit, siblings=siblings, semantic=semantic)
+    for server, card in registry.servers.items():
+        path = card_path(registry.root, server) if registry.root is not None else None
+        own = [n for d in tools.values() if d.origin is not None and d.origin.server == server for n in _names(d)]
+        findings += scan_card(card, path=path, siblings=own, semantic=semantic)
     quarantined = {name: doc.quarantine for name, doc in tools.items() if doc.quarantined}
-    return SecurityReport(registry.fingerprint, len(tools), tuple(findings), quarantined, limit, layers_of(semantic))
+    return SecurityReport(
+        registry.fingerprint,
+        len(tools),
+        tuple(findings),
+        quarantined,
+        limit,
+        layers_of(semantic),
+        len(registry.servers),
+    )
+
+
+def _card_texts(card: ServerCard) -> list[str]:
+    return [text for text in (card.title, card.description, card.instructions) if text]
+
+
+def _names(doc: ToolDoc) -> tuple[str, ...]:
+    return (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)

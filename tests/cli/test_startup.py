@@ -60,7 +60,7 @@ PARSER_MODULES = frozenset(
     }
 )
 CORE_MODULES = (
-    "access audit bounds builtins composer counts definitions docs fetch mentions modes prompt registry schema"
+    "access audit bounds builtins cards composer counts definitions docs fetch mentions modes prompt registry schema"
 )
 COMPOSE_MODULES = PARSER_MODULES | {
     "prompt_composer.agent",
