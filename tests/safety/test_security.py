@@ -478,8 +478,9 @@ def test_the_corpus_is_big_enough_and_each_known_case_hits_what_it_expects(measu
     poisoned = [c for c in cases if c.label == "poisoned"]
     clean = [c for c in cases if c.label == "clean"]
     assert len(poisoned) >= 100 and len(clean) >= 30
-    held_out = {"blind-4"} if (POISON / "round4-heldout").is_dir() else set()  # issue 37's, scored once added
-    assert {c.round for c in cases} == {"known", "blind-1", "blind-2", "round-3", "blind-3", "round-4", *held_out}
+    held_out = {"blind-5"} if (POISON / "round5-heldout").is_dir() else set()  # issue 37's second, once added
+    rounds = {"known", "blind-1", "blind-2", "round-3", "blind-3", "round-4", "round-4-heldout", "round-4-classes"}
+    assert {c.round for c in cases} == rounds | held_out
     sets: dict[str, list[Any]] = {}
     for case in cases:
         if case.round == "known":
