@@ -206,6 +206,18 @@ def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) 
     return out
 
 
+def _as_prose_too(text: str, read: list[TextMatch], siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """``read`` (the findings of a string read as an identifier or a pattern) with the findings of the string read
+    as prose, as a description is: a sentence where a name or a regular expression belongs is still a sentence, and
+    its severity does not depend on the place it was put in. Hidden characters are found once; a rule found both
+    ways is kept at the stronger reading."""
+    prose = [m for m in scan_text(text, siblings=siblings, own=own) if m.rule not in _NAME_RULES]
+    strongest = {m.rule: m.severity for m in prose}
+    kept = [m for m in read if m.rule in _NAME_RULES or m.rule not in strongest]
+    kept += [m for m in read if m.rule in strongest and not at_least(strongest[m.rule], m.severity)]
+    return sorted([*kept, *prose], key=lambda m: m.start)
+
+
 def _semantic_matches(semantic: SemanticLayer, text: str, found: Iterable[TextMatch]) -> list[TextMatch]:
     """The semantic layer's findings in ``text`` that no quarantining finding of the other layers covers already."""
     held = [(m.start, m.end) for m in found if at_least(m.severity, QUARANTINE_SEVERITY)]
@@ -265,13 +277,14 @@ def scan(
             add(loc, kind, text, rule_match("oversized", "", 0, 0, excerpt="", note=f"{text}: not read"))
             continue
         if kind in ("name", "key"):
-            for match in character_matches(text):
-                add(loc, kind, text, match)
-            for match in _identifier_matches(text, siblings, own):
+            read = [*character_matches(text), *_identifier_matches(text, siblings, own)]
+            if any(ch.isspace() for ch in text):  # no identifier has spaces: a sentence where a name belongs
+                read = _as_prose_too(text, read, siblings, own)
+            for match in read:
                 add(loc, kind, text, match)
             continue
         if kind == "pattern":
-            for match in _pattern_matches(text, siblings, own):
+            for match in _as_prose_too(text, _pattern_matches(text, siblings, own), siblings, own):
                 add(loc, kind, text, match)
             continue
         value = kind in ("value", "secret-value")

@@ -190,7 +190,7 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
 
     examples = [(0, len(folded_prose))] if context.example else example_spans(normal)
     for phrase in PHRASES:
-        if phrase.needs and not (lexicons and all(has(concept) for concept in phrase.needs)):
+        if phrase.needs and not ((lexicons or phrase.english) and all(has(concept) for concept in phrase.needs)):
             continue  # a combination of the lexicons whose concepts are not all in the text
         spans = examples if phrase.scope == "example" else [(0, len(folded_prose))]
         for lo, hi in spans:
@@ -203,6 +203,14 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
 
 
 _RESCANS = 3  # mentions masked in one sentence before the rest of it is read as it is
+
+
+def _named_tool(m: re.Match[str]) -> tuple[str, tuple[int, int]] | None:
+    """The tool a phrase match names (its group ``tool``, or ``tool1`` … of a combination) and where, or ``None``."""
+    for group, value in m.groupdict().items():
+        if value is not None and group.startswith("tool"):
+            return value, m.span(group)
+    return None
 
 
 def _phrase_matches(
@@ -235,13 +243,18 @@ def _phrase_match(
     if m.end() <= m.start():
         return None, None
     match = _back(text, where, phrase.rule, m.start(), m.end())
-    tool = m.groupdict().get("tool")
-    if tool is not None:
+    named = _named_tool(m)
+    if named is not None:
+        tool, span = named
         name = tool.strip("`'\".,:;()")
+        # A combination names a tool by its shape (snake_case, server-qualified): when that is the tool itself or a
+        # tool of its server, the words are masked and the rest is read again ("use cached_read instead of
+        # read_file": the phrase is about read_file too).
+        again = span if phrase.needs else None
         if name.casefold() in _SELF or name.casefold() in context.own:
-            return None, None
+            return None, again
         if name.casefold() in context.siblings:
-            return replace(match, severity="low", note=f"{name} is a tool of the same server"), None
+            return replace(match, severity="low", note=f"{name} is a tool of the same server"), again
     mention = _mention(prose, m.start(), m.end(), phrase)
     if mention is not None:
         note, covered = mention

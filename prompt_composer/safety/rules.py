@@ -41,6 +41,9 @@ Scope = Literal["any", "example"]
 # quoted as data); or in the words of its sentence just before it (reported speech: "descriptions that tell the
 # model to …").
 Where = Literal["match", "quoted", "before"]
+# How far the concepts of a combination may stand apart: within one sentence, or across sentence ends and list items
+# (a claim made in one sentence and acted on in the next; a changelog bullet and the one after it).
+Reach = Literal["sentence", "near"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 LANGUAGES_FILE = Path(__file__).with_name("languages.yaml")
@@ -77,6 +80,7 @@ class Phrase:
     described: Severity | None = None
     needs: tuple[str, ...] = ()  # concepts of languages.yaml that must all be in the text (checked in this order)
     native: bool = False  # matched on the text without look-alike folding (Cyrillic and Greek read as themselves)
+    english: bool = False  # a combination whose concepts hold English words too: read on every text, not gated
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,9 @@ class _CombinationEntry(BaseModel):
     within: int = Field(default=80, ge=0, le=400)
     described: Severity | None = None
     always: bool = False
+    english: bool = False
+    reach: Reach = "sentence"
+    tool: str | None = None
 
 
 class _GateEntry(BaseModel):
@@ -284,8 +291,9 @@ class RuleSet:
 
 
 # Between two concepts of a combination: any characters of one sentence (a "." inside a path or a number is none
-# of its ends), at most ``within`` of them.
+# of its ends), at most ``within`` of them; with ``reach: near``, any characters at all, at most ``within``.
 _GAP = r"(?:[^.!?\n\u3002\uff01\uff1f\u0964]|\.(?=\S)){{0,{within}}}?"
+_NEAR_GAP = r"[\s\S]{{0,{within}}}?"
 
 
 def _combination(
@@ -305,15 +313,26 @@ def _combination(
     if unknown:
         message = f"combinations.{index}.all: unknown concept {unknown[0]!r}"
         return Problem(path, line_of(lines, (*where, "all")), message)
-    gap = _GAP.format(within=entry.within)
-    orders = itertools.permutations(entry.all) if len(entry.all) > 1 else [tuple(entry.all)]
-    source = "|".join(gap.join(f"(?:{concepts[name]})" for name in order) for order in orders)
+    if entry.tool is not None and entry.tool not in entry.all:
+        message = f"combinations.{index}.tool: {entry.tool!r} is not one of its concepts"
+        return Problem(path, line_of(lines, (*where, "tool")), message)
+    gap = (_NEAR_GAP if entry.reach == "near" else _GAP).format(within=entry.within)
+    orders = list(itertools.permutations(entry.all)) if len(entry.all) > 1 else [tuple(entry.all)]
+
+    def part(name: str, order: int) -> str:
+        # The concept naming a tool is the group the matcher reads (one name per alternative: `tool`, `tool1` …).
+        if name == entry.tool:
+            return f"(?P<tool{order or ''}>{concepts[name]})"
+        return f"(?:{concepts[name]})"
+
+    source = "|".join(gap.join(part(name, i) for name in order) for i, order in enumerate(orders))
     try:
         pattern = re.compile(source, re.IGNORECASE)
     except re.error as exc:
         message = f"combinations.{index}: not a valid regular expression: {exc}"
         return Problem(path, line_of(lines, where), message)
-    return Phrase(entry.rule, pattern, "any", entry.always, entry.described, tuple(entry.all), native=True)
+    needs = tuple(entry.all)
+    return Phrase(entry.rule, pattern, "any", entry.always, entry.described, needs, native=True, english=entry.english)
 
 
 def load_languages(
