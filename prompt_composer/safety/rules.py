@@ -137,7 +137,6 @@ class _CombinationEntry(BaseModel):
     always: bool = False
     english: bool = False
     reach: Reach = "sentence"
-    tool: str | None = None
 
 
 class _GateEntry(BaseModel):
@@ -313,17 +312,14 @@ def _combination(
     if unknown:
         message = f"combinations.{index}.all: unknown concept {unknown[0]!r}"
         return Problem(path, line_of(lines, (*where, "all")), message)
-    if entry.tool is not None and entry.tool not in entry.all:
-        message = f"combinations.{index}.tool: {entry.tool!r} is not one of its concepts"
-        return Problem(path, line_of(lines, (*where, "tool")), message)
     gap = (_NEAR_GAP if entry.reach == "near" else _GAP).format(within=entry.within)
     orders = list(itertools.permutations(entry.all)) if len(entry.all) > 1 else [tuple(entry.all)]
 
     def part(name: str, order: int) -> str:
-        # The concept naming a tool is the group the matcher reads (one name per alternative: `tool`, `tool1` …).
-        if name == entry.tool:
-            return f"(?P<tool{order or ''}>{concepts[name]})"
-        return f"(?:{concepts[name]})"
+        # A concept that names a tool holds the group "tool" the matcher reads; each alternative (each order of the
+        # concepts) gets its own name for it: `tool`, `tool1` …
+        group = f"(?P<tool{order}>" if order else "(?P<tool>"
+        return f"(?:{concepts[name].replace('(?P<tool>', group)})"
 
     source = "|".join(gap.join(part(name, i) for name in order) for i, order in enumerate(orders))
     try:
