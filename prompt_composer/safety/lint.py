@@ -166,6 +166,9 @@ _IDENTIFIER_JOINS = re.compile(r"[_\-./#$]")
 
 
 _SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
+# What an identifier is made of (a property name, a `$ref`, a `$schema` URI, a format): letters of any script, digits
+# and joins; a string with anything else (a space, "。", a comma) is prose, whatever place it sits in.
+_IDENTIFIER = re.compile(r"[\w.\-/#$:@~+%=?&]*")
 
 
 def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
@@ -278,7 +281,7 @@ def scan(
             continue
         if kind in ("name", "key"):
             read = [*character_matches(text), *_identifier_matches(text, siblings, own)]
-            if any(ch.isspace() for ch in text):  # no identifier has spaces: a sentence where a name belongs
+            if _IDENTIFIER.fullmatch(text) is None:  # spaces, sentence punctuation: a sentence where a name belongs
                 read = _as_prose_too(text, read, siblings, own)
             for match in read:
                 add(loc, kind, text, match)
