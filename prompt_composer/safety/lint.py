@@ -85,7 +85,7 @@ from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.text import md_cell
 from ..shared.yamlfile import yaml_files, yaml_layout
-from .fields import Kind, Loc, doc_texts, label, line, pattern_words
+from .fields import Kind, Loc, doc_texts, label, line, pattern_words, schema_texts
 from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
 from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least, lexicon_languages
 from .semantic import SemanticLayer
@@ -227,6 +227,23 @@ def _semantic_matches(semantic: SemanticLayer, text: str, found: Iterable[TextMa
     return [m for m in semantic.matches(text) if not any(lo < m.end and m.start < hi for lo, hi in held)]
 
 
+# A snake_case word: a name a phrase could take for another tool's.
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _vocabulary(doc: ToolDoc) -> tuple[str, ...]:
+    """The doc's own snake_case words: its property names and its enum and const values. A phrase that names one of
+    them ("`insert_content` is deprecated; use `update_content` instead", of an enum's values) speaks of the doc's own
+    parameters, not of another server's tool."""
+    words = {
+        text
+        for loc, kind, text in schema_texts(doc.input_schema, ("input_schema",))
+        if _SNAKE.fullmatch(text)
+        and ((kind == "key" and len(loc) > 1 and loc[-2] == "properties") or {"enum", "const"} & set(loc))
+    }
+    return tuple(sorted(words))
+
+
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
     """The ``oversized`` threshold of a catalog: ``FULL_SIZE_FACTOR`` × its median full length, at least
     ``FULL_SIZE_FLOOR`` characters."""
@@ -275,6 +292,7 @@ def scan(
         add(loc, kind, text, rule_match("oversized", text, 0, 0, excerpt=excerpt, note=note))
 
     own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
+    own += _vocabulary(doc)
     for loc, kind, text in doc_texts(doc):
         if kind == "unread":  # past the walk's bounds: not read, so not cleared either
             add(loc, kind, text, rule_match("oversized", "", 0, 0, excerpt="", note=f"{text}: not read"))

@@ -335,7 +335,8 @@ def load_languages(
     path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
 ) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
     """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular
-    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml``), each
+    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml`` or a concept
+    defined above it), each
     combination as a phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every
     problem at its line."""
     spec, lines, problems = load_model(path, _LanguagesFile)
@@ -353,7 +354,10 @@ def load_languages(
     sources: dict[str, str] = {}
     concepts: dict[str, re.Pattern[str]] = {}
     for name, text in spec.concepts.items():
-        compiled = _compiled(path, lines, ("concepts", name), text, fragments)
+        # a concept may name a fragment of rules.yaml or a concept above it (``waive: {ask_not}|{skip_prompts}``); a
+        # fragment's name wins (`{user}` is the English fragment, the concept `user` holds the other languages' words)
+        named = {**{other: f"(?:{source})" for other, source in sources.items()}, **fragments}
+        compiled = _compiled(path, lines, ("concepts", name), text, named)
         if isinstance(compiled, Problem):
             problems.append(compiled)
         else:
