@@ -190,8 +190,12 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
 
     examples = [(0, len(folded_prose))] if context.example else example_spans(normal)
     for phrase in PHRASES:
-        if phrase.needs and not ((lexicons or phrase.english) and all(has(concept) for concept in phrase.needs)):
-            continue  # a combination of the lexicons whose concepts are not all in the text
+        if phrase.needs and not lexicons:
+            if phrase.english is None:
+                continue  # a combination of the lexicons, on a text they do not read
+            phrase = phrase.english  # a combination read on every text: its English parts
+        if phrase.needs and not all(has(concept) for concept in phrase.needs):
+            continue  # a combination whose concepts are not all in the text
         spans = examples if phrase.scope == "example" else [(0, len(folded_prose))]
         for lo, hi in spans:
             for m in phrase.pattern.finditer(prose.of(phrase), lo, hi):
