@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -371,7 +372,8 @@ def load_languages(
         # a concept may name a fragment of rules.yaml or a concept above it (``waive: {ask_not}|{skip_prompts}``); a
         # fragment's name wins (`{user}` is the English fragment, the concept `user` holds the other languages' words)
         named = {**{other: f"(?:{source})" for other, source in sources.items()}, **fragments}
-        compiled = _compiled(path, lines, ("concepts", name), text, named)
+        # the text is read after NFKC (text.normalise_both), so are its words: Thai "ำ" is "ํา" there
+        compiled = _compiled(path, lines, ("concepts", name), unicodedata.normalize("NFKC", text), named)
         if isinstance(compiled, Problem):
             problems.append(compiled)
         else:
