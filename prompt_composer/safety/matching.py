@@ -17,7 +17,10 @@ Two things decide a phrase finding's severity besides its rule:
   masked and the phrase is looked for again in the rest of the sentence.
 
 Phrases of ``languages.yaml`` (combinations of concepts, in other languages) read the text without look-alike
-folding (:class:`Prose`), and only texts the lexicons' gate opens for.
+folding (:class:`Prose`), and only texts the lexicons' gate opens for; a combination marked ``english`` (the claims:
+an authority waiving the user's say, another tool retired and rerouted) is read on every text, on English prose with
+its concepts' English parts. A tool a combination names that is the tool itself or one of its server is masked and
+the rest read again ("use safe_fetch instead of http_get", in safe_fetch's own doc, is about http_get).
 
 A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
 with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
