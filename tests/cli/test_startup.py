@@ -38,6 +38,7 @@ PARSER_MODULES = frozenset(
         "prompt_composer.cli",
         *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
         "prompt_composer.cli.output",  # every line a command writes, escaped
+        "prompt_composer.cli.lint_layers",  # audit's --semantic option (the layer and its encoder load when asked for)
         "prompt_composer.errors",
         "prompt_composer.learn",
         "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
