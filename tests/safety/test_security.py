@@ -507,7 +507,9 @@ def test_recall_on_poisoned_docs(measured: Any) -> None:
     # Attacks written after the rules were frozen: the honest estimate, pinned so it does not slip.
     assert m.poisoned_total("blind-1").flagged["high"] >= 5  # measured: 5 of 10 (4 of 10 before issue 23)
     blind = m.poisoned_total("blind-2")  # written after the issue 23 rules were frozen
-    assert (blind.total, blind.flagged["high"]) == (14, 6)  # measured: 6 of 14 (42.9%)
+    # measured: 6 of 14 (42.9%) until issue 37's second pass, 8 of 14 since (never looked at: the general forms of
+    # authority claims and of "the hidden instructions" reached two of its wordings)
+    assert (blind.total, blind.flagged["high"]) == (14, 8)
 
 
 def test_the_blind_round_of_issue_23_quarantines_no_clean_doc(measured: Any) -> None:
