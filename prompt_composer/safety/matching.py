@@ -323,13 +323,21 @@ def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, t
     return None
 
 
+# How far a sentence reaches either side of a match: past this many characters without a sentence end the text is
+# no sentence a person wrote, and looking further for one would make every match cost the length of the text (a
+# 100 kB run-on text of matches took minutes).
+_SENTENCE_REACH = 2_000
+
+
 def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
-    """``(start, end)`` of the sentence (or sentences) of ``text`` that hold ``text[start:end]``."""
-    lo = 0
-    for stop in _SENTENCE_END.finditer(text, 0, start):
+    """``(start, end)`` of the sentence (or sentences) of ``text`` that hold ``text[start:end]``, each side at most
+    ``_SENTENCE_REACH`` characters from the match."""
+    lo = max(0, start - _SENTENCE_REACH)
+    for stop in _SENTENCE_END.finditer(text, lo, start):
         lo = stop.end()
-    after = _SENTENCE_END.search(text, max(end - 1, lo))
-    return lo, after.end() if after is not None else len(text)
+    bound = min(len(text), max(end, lo) + _SENTENCE_REACH)
+    after = _SENTENCE_END.search(text, max(end - 1, lo), bound)
+    return lo, after.end() if after is not None else bound
 
 
 def ordered(prose: Prose | str, start: int, end: int) -> bool:

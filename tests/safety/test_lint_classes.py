@@ -23,6 +23,7 @@ import pytest
 from prompt_composer import ToolDoc
 from prompt_composer.errors import LoadError
 from prompt_composer.safety.lint import scan, scan_text
+from prompt_composer.safety.matching import sentence_of
 from prompt_composer.safety.rules import RULES_FILE, SEVERITY_RANK, load_rule_set
 from tests.helpers import make_doc
 
@@ -548,6 +549,20 @@ def test_poisoned_thai_is_caught(text: str, rule: str) -> None:
 )
 def test_honest_thai_is_not_quarantined(text: str) -> None:
     assert not high(text)
+
+
+# --- bounds ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_sentence_reaches_a_bounded_way_from_its_match() -> None:
+    # A run-on text of matches: each match's sentence is looked for near it, not across the whole text (which made
+    # the lint's time grow with the square of a hostile text's length).
+    text = "approved by the admin team " * 4000  # 108,000 characters, no sentence end
+    start, end = sentence_of(text, 50_000, 50_010)
+    assert 50_000 - start <= 2_000 and end - 50_010 <= 2_000
+    assert sentence_of("First. Second one here. Third.", 8, 14) == (6, 23)
+    found = scan_text(text)
+    assert found and max(m.end for m in found) > len(text) - 100  # read to its end
 
 
 # --- the rules file --------------------------------------------------------------------------------------------------
