@@ -22,7 +22,7 @@ from .builtins import fetch_tool_definition, tool_search_definition
 from .definitions import ToolDefinitions
 from .fetch import fetch_tool_doc
 from .modes import Mode
-from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_doc, doc_view
+from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_view
 from .registry import Registry
 from .session import PinnedPrompt, TaskSession
 from .tiers import Tiers, catalog_line, grouped, summary
@@ -511,7 +511,7 @@ class Composer:
         catalog_brief = [n for n in allowed if n not in catalog_full]
         if not include_fetch:
             catalog_full, catalog_brief = [n for n in allowed if n in full], [n for n in allowed if n not in full]
-        fetch_view = doc_view(builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
+        fetch_view = builtin_view(fetch_tool_definition(mode)) if include_fetch else None
         if text_style and fetch_view is not None:
             full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
         else:
@@ -523,7 +523,7 @@ class Composer:
             recent = discovered
             full_docs = [self._views[n] for n in catalog_full]
             if text_style:
-                full_docs += [doc_view(builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+                full_docs += [builtin_view(tool_search_definition()), *([fetch_view] if fetch_view else [])]
         return full_docs, catalog_brief, recent
 
     def _native_tools(

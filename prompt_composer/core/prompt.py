@@ -161,34 +161,38 @@ class DocView:
 
 def signature(doc: ToolDoc) -> str:
     """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
-    required = set(doc.input_schema.get("required", []))
+    return _signature(doc.input_schema)
+
+
+def _signature(schema: Mapping[str, Any]) -> str:
+    required = set(schema.get("required", []))
     parts = []
-    for name, schema in doc.input_schema.get("properties", {}).items():
-        kind = schema.get("type", "any")
+    for name, sub in schema.get("properties", {}).items():
+        kind = sub.get("type", "any")
         kind = "|".join(kind) if isinstance(kind, list) else str(kind)
         parts.append(f"{name} ({kind}{', required' if name in required else ''})")
     return ", ".join(parts)
 
 
-def doc_view(doc: ToolDoc) -> DocView:
+def _view(name: str, group: str, brief: str, full: str, hint: str, schema: Mapping[str, Any]) -> DocView:
     return DocView(
-        name=doc.name,
-        group=doc.group,
-        brief=doc.brief,
-        full=doc.full,
-        hint=doc.hint or "",
-        schema_json=json.dumps(doc.input_schema, ensure_ascii=False, separators=(",", ":")),
-        signature=signature(doc),
-    )
-
-
-def builtin_doc(definition: Mapping[str, Any]) -> ToolDoc:
-    """A doc for one of our own tools (fetch_tool_description, tool_search), so text style can render it."""
-    name, description = definition["name"], definition["description"]
-    return ToolDoc(
         name=name,
-        group="prompt-composer",
-        brief=description,
-        full=f"## {name}\n{description}",
-        input_schema=definition["input_schema"],
+        group=group,
+        brief=brief,
+        full=full,
+        hint=hint,
+        schema_json=json.dumps(schema, ensure_ascii=False, separators=(",", ":")),
+        signature=_signature(schema),
     )
+
+
+def doc_view(doc: ToolDoc) -> DocView:
+    return _view(doc.name, doc.group, doc.brief, doc.full, doc.hint or "", doc.input_schema)
+
+
+def builtin_view(definition: Mapping[str, Any]) -> DocView:
+    """What templates see of one of our own tools (fetch_tool_description, tool_search), so text style can render
+    it: as a tool doc of it would show (stripped, as a doc's texts are), without validating our own definition."""
+    name, description = definition["name"], definition["description"]
+    full = f"## {name}\n{description}".strip()
+    return _view(name, "prompt-composer", description.strip(), full, "", definition["input_schema"])

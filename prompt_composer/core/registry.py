@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,8 +13,9 @@ from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
 from ..shared.journal_state import journal_problems
+from ..shared.model_records import dumps
 from ..shared.yamlcache import YamlCache
-from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
+from ..shared.yamlfile import ValidatedModels, YamlReader, line_of, read_yaml, yaml_files
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
@@ -94,17 +94,31 @@ class Registry:
         tools = dict(sorted(tools.items()))
         modes = dict(sorted(modes.items()))
         groups = dict(sorted((groups or {}).items()))
+        # The fingerprint hashes each model as model_dump(mode="json") writes it. `dumps` writes the same without
+        # pydantic's serializer, which a registry rebuilt from the cache's records would have to build first.
         payload: dict[str, Any] = {
             # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
             "tools": [
-                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                {name: getattr(doc, name) for name in type(doc).model_fields if name != "quarantine" or doc.quarantine}
                 for doc in tools.values()
             ],
-            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+            "modes": [mode.config for mode in modes.values()],
         }
         if groups:  # only when present, so folders without groups/ keep their fingerprint
-            payload["groups"] = [group.model_dump(mode="json") for group in groups.values()]
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+            payload["groups"] = list(groups.values())
+
+        def dumped() -> dict[str, Any]:
+            return {
+                "tools": [
+                    doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                    for doc in tools.values()
+                ],
+                "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+                **({"groups": [group.model_dump(mode="json") for group in groups.values()]} if groups else {}),
+            }
+
+        text = dumps(payload, dumped, sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()
         return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root, MappingProxyType(groups))
 
     def mode(self, slug: str) -> Mode:
@@ -140,10 +154,12 @@ def load_registry(
     A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an error:
     :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
 
-    ``cache``: the folder's files are parsed once and kept in the user cache
-    (:mod:`prompt_composer.shared.yamlcache`); a later load parses only the files that changed. What comes from
-    the cache is validated like a fresh parse, and a load that finds a problem parses every file again, so
-    problems are placed exactly. ``cache=False`` parses every file and leaves the cache alone.
+    ``cache``: the folder's files are parsed and validated once and kept in the user cache
+    (:mod:`prompt_composer.shared.yamlcache`); a later load reads again only the files that changed, and
+    validates again only those (or all, when this package, pydantic or a model's definition changed). Whatever
+    spans files (a mode's tools, duplicates, a doc's name against its file) is checked on every load, and a load
+    that finds a problem parses and validates every file again, so problems are placed exactly. ``cache=False``
+    parses every file and leaves the cache alone.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
     if not root.is_dir():
@@ -155,7 +171,7 @@ def load_registry(
     if files is None:
         return _load(root, overlay, read_yaml)
     try:
-        return _load(root, overlay, files.read)
+        return _load(root, overlay, files.read, files)
     except LoadError:
         if not files.hits:  # nothing came from the cache: these problems are a fresh parse's
             raise
@@ -174,13 +190,15 @@ def _cache_of(root: Path) -> YamlCache | None:
         return None
 
 
-def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
-    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read``."""
+def _load(root: Path, overlay: str | Path | None, read: YamlReader, models: ValidatedModels | None = None) -> Registry:
+    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read`` and validated unless
+    ``models`` (the cache) holds what validating the same bytes gave before. Everything that spans files is
+    checked here either way."""
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
     for path in yaml_files(root):
-        doc, doc_problems = load_tool_file(path, read=read)
+        doc, doc_problems = load_tool_file(path, read=read, models=models)
         problems += doc_problems
         if doc is None:
             broken.add(path.stem)
@@ -192,7 +210,7 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
     if (root / "modes").exists() and not (root / "modes").is_dir():
         problems.append(Problem(root / "modes", 1, "modes is not a folder: mode files go in modes/<slug>.yaml"))
     for path in yaml_files(root / "modes"):
-        config, lines, mode_problems = load_mode_file(path, read=read)
+        config, lines, mode_problems = load_mode_file(path, read=read, models=models)
         problems += mode_problems
         if config is None:
             continue
@@ -206,7 +224,7 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
         problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
     groups: dict[str, GroupDoc] = {}
     for path in yaml_files(root / "groups"):
-        group, group_problems = load_group_file(path, read=read)
+        group, group_problems = load_group_file(path, read=read, models=models)
         problems += group_problems
         if group is not None:
             if group.name in groups:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -418,8 +418,26 @@ def validation_problems(
 YamlReader = Callable[[Path], tuple[Any, LineMap, list[Problem]]]  # read_yaml, or a cache's read (see .yamlcache)
 
 
-def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> tuple[M | None, LineMap, list[Problem]]:
-    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions."""
+class ValidatedModels(Protocol):
+    """Models validated before from the same bytes, and where to keep those validated now (a cache's: see
+    :class:`~.yamlcache.YamlCache`)."""
+
+    def validated(self, path: Path, model: type[M]) -> M | None: ...
+
+    def keep(self, path: Path, obj: BaseModel) -> None: ...
+
+
+def load_model(
+    path: Path, model: type[M], *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[M | None, LineMap, list[Problem]]:
+    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions.
+
+    ``models``: where a model validated before from the same bytes comes from (then nothing is read or
+    validated, and the line map is empty), and where the model validated now is kept (see :mod:`.yamlcache`)."""
+    if models is not None:
+        known = models.validated(path, model)
+        if known is not None:
+            return known, {}, []
     data, lines, problems = read(path)
     if data is None and not problems:
         problems.append(Problem(path, 1, "file is empty"))
@@ -428,16 +446,19 @@ def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> t
     if not isinstance(data, Mapping):
         return None, lines, [Problem(path, 1, f"expected a mapping of keys, got {type(data).__name__}")]
     try:
-        return model.model_validate(data), lines, []
+        obj = model.model_validate(data)
     except ValidationError as exc:
         return None, lines, list(validation_problems(path, lines, exc, model))
+    if models is not None:
+        models.keep(path, obj)
+    return obj, lines, []
 
 
 def load_named_model(
-    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml
+    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
 ) -> tuple[M | None, LineMap, list[Problem]]:
     """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
-    obj, lines, problems = load_model(path, model, read=read)
+    obj, lines, problems = load_model(path, model, read=read, models=models)
     if obj is not None and getattr(obj, key) != path.stem:
         message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
         return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,7 @@ COMPOSE_MODULES = PARSER_MODULES | {
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
     "prompt_composer.shared.cache_files",
+    "prompt_composer.shared.model_records",  # the validated models the cache keeps
     "prompt_composer.shared.yamlcache",
     "prompt_composer.shared.yamlfile",
 }
@@ -80,20 +82,35 @@ with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+
+def models(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from models(sub)
+
+bases = [sys.modules["pydantic.main"].BaseModel] if "pydantic.main" in sys.modules else []
+built = sorted({f"{m.__module__}.{m.__qualname__}" for base in bases for m in models(base)
+                if m.__module__.startswith("prompt_composer") and getattr(m, "__pydantic_complete__", False)})
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": built}))
 """
+
+
+def run_probe(*argv: str, cache: Path) -> dict[str, Any]:
+    """What a fresh process running the command had imported when it ended, and the package's pydantic models
+    whose validator it had built."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    assert result["code"] in (0, None), proc.stderr
+    return result
 
 
 def imported(*argv: str, cache: Path) -> tuple[set[str], set[str]]:
     """The package's modules and the third-party top-level packages a fresh process running the command had
     imported when it ended."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(cache)}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, timeout=120, check=True
-    )
-    result = json.loads(proc.stdout.splitlines()[-1])
-    assert result["code"] in (0, None), proc.stderr
-    modules = set(result["modules"])
+    modules = set(run_probe(*argv, cache=cache)["modules"])
     return {m for m in modules if m.split(".")[0] == "prompt_composer"}, {m.split(".")[0] for m in modules}
 
 
@@ -112,6 +129,17 @@ def test_compose_imports_the_core_and_with_a_warm_cache_not_the_tokenizer(tmp_pa
     assert package == COMPOSE_MODULES, f"joined: {sorted(package - COMPOSE_MODULES)}; left: {COMPOSE_MODULES - package}"
     assert cold == package
     assert not top & set(HEAVY)  # the lint, importers, reports, agent loop, discovery, MCP: none of them either
+
+
+def test_compose_with_a_warm_cache_validates_nothing(tmp_path: Path) -> None:
+    """The docs come back from the cache's records of their validated models (shared/yamlcache.py): no model's
+    validator is built (pydantic's costliest step on a first validation), and the regex module that checks a
+    mode's file_regex is not imported."""
+    argv = ("--docs", str(SHIPPED), "compose", "--mode", "architect")  # architect restricts its edits by regex
+    cold = run_probe(*argv, cache=tmp_path)
+    assert "prompt_composer.core.docs.ToolDoc" in cold["built"] and "regex" in cold["modules"]
+    warm = run_probe(*argv, cache=tmp_path)
+    assert warm["built"] == [] and "regex" not in warm["modules"]
 
 
 def test_the_parsers_choices_and_defaults_are_the_librarys() -> None:
