@@ -21,6 +21,9 @@ from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay
 
 logger = logging.getLogger(__name__)
 
+_FINGERPRINT = "registry fingerprint"
+_FINGERPRINT_CODE = (__name__,)  # Registry._build writes what the fingerprint hashes
+
 
 def default_docs_dir() -> Path:
     """The shipped ``tool_docs/``: inside the installed wheel, or at the top of a source checkout."""
@@ -90,10 +93,14 @@ class Registry:
         modes: dict[str, Mode],
         root: Path | None,
         groups: dict[str, GroupDoc] | None = None,
+        fingerprint: str | None = None,
     ) -> Registry:
+        """``fingerprint``: what computing it from these very models gave before (see :func:`_load`)."""
         tools = dict(sorted(tools.items()))
         modes = dict(sorted(modes.items()))
         groups = dict(sorted((groups or {}).items()))
+        if fingerprint is not None:
+            return cls(MappingProxyType(tools), MappingProxyType(modes), fingerprint, root, MappingProxyType(groups))
         # The fingerprint hashes each model as model_dump(mode="json") writes it. `dumps` writes the same without
         # pydantic's serializer, which a registry rebuilt from the cache's records would have to build first.
         payload: dict[str, Any] = {
@@ -190,10 +197,12 @@ def _cache_of(root: Path) -> YamlCache | None:
         return None
 
 
-def _load(root: Path, overlay: str | Path | None, read: YamlReader, models: ValidatedModels | None = None) -> Registry:
+def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlCache | None = None) -> Registry:
     """:func:`load_registry` of the folder ``root``, its YAML files read with ``read`` and validated unless
-    ``models`` (the cache) holds what validating the same bytes gave before. Everything that spans files is
-    checked here either way."""
+    the ``cache`` holds what validating the same bytes gave before. Everything that spans files is checked here
+    either way. The fingerprint is the cache's too when every file came from it as before (without an overlay):
+    a function of the models, so of those files' bytes, the models' definitions and this module's code."""
+    models: ValidatedModels | None = cache
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
@@ -232,7 +241,13 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, models: Vali
             groups[group.name] = group
     if problems:
         raise LoadError(problems)
-    return Registry._build(tools, modes, root, groups)
+    if cache is None or overlay is not None:
+        return Registry._build(tools, modes, root, groups)
+    known = cache.derived(_FINGERPRINT, _FINGERPRINT_CODE)
+    registry = Registry._build(tools, modes, root, groups, fingerprint=known)
+    if known is None:
+        cache.keep_derived(_FINGERPRINT, _FINGERPRINT_CODE, registry.fingerprint)
+    return registry
 
 
 def modes_folder_problem(root: Path) -> Problem | None:

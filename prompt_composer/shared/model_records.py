@@ -26,7 +26,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel
@@ -168,45 +168,98 @@ def _record(obj: BaseModel, depth: int = 0) -> dict[str, Any]:
     }
 
 
-def _decode(shape: Shape, value: Any, depth: int) -> Any:
+Decoder = Callable[[Any], Any]
+_LEAF_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (float, int),  # JSON keeps an int an int and a float a float: whichever validation gave
+    "bool": (bool,),
+    "none": (type(None),),
+}
+_DECODERS: dict[Shape, Decoder] = {}
+
+
+def _misfit(value: Any, tag: str) -> Unrecordable:
+    return Unrecordable(f"a {type(value).__name__} where the model holds {tag}")
+
+
+def _decoder(shape: Shape) -> Decoder:
+    """What turns the JSON of a value of ``shape`` back into the value (raising :class:`Unrecordable` when it does
+    not fit), made once per shape: a warm load rebuilds thousands of fields. The shapes hold no cycle (a model
+    holding itself has none), so neither can a decoding, however deep the record."""
+    decoder = _DECODERS.get(shape)
+    if decoder is None:
+        decoder = _make_decoder(shape)
+        _DECODERS[shape] = decoder
+    return decoder
+
+
+def _make_decoder(shape: Shape) -> Decoder:
     tag = shape[0]
     if tag == "any":
-        return value  # JSON's own data: what a record of Any holds, read back by json.loads
+        return lambda value: value  # JSON's own data: what a record of Any holds, read back by json.loads
+    if tag in _LEAF_TYPES:
+        kinds = _LEAF_TYPES[tag]
+
+        def leaf(value: Any) -> Any:
+            if type(value) in kinds:
+                return value
+            raise _misfit(value, tag)
+
+        return leaf
     if tag == "literal":
-        if type(value) in (str, int, bool) and value in shape[1]:
-            return value
-    elif tag == "model":
-        return _rebuild(value, shape[1], depth + 1)
-    elif tag == "union":
-        for option in shape[1]:
-            try:
-                return _decode(option, value, depth)
-            except Unrecordable:
-                continue
-    elif tag in ("tuple", "list"):
+        allowed = shape[1]
+
+        def literal(value: Any) -> Any:
+            if type(value) in (str, int, bool) and value in allowed:
+                return value
+            raise _misfit(value, tag)
+
+        return literal
+    if tag == "model":
+        model = shape[1]
+        return lambda value: _rebuild(value, model)
+    if tag == "union":
+        options = [_decoder(option) for option in shape[1]]
+
+        def union(value: Any) -> Any:
+            for option in options:
+                try:
+                    return option(value)
+                except Unrecordable:
+                    continue
+            raise _misfit(value, tag)
+
+        return union
+    item = _decoder(shape[1])
+    if tag == "dict":
+
+        def mapping(value: Any) -> Any:
+            if type(value) is dict:
+                return {key: item(each) for key, each in value.items()}
+            raise _misfit(value, tag)
+
+        return mapping
+    container: Callable[[list[Any]], Any] = tuple if tag == "tuple" else list
+
+    def sequence(value: Any) -> Any:
         if type(value) is list:
-            items = [_decode(shape[1], item, depth + 1) for item in value]
-            return tuple(items) if tag == "tuple" else items
-    elif tag == "dict":
-        if type(value) is dict:
-            return {key: _decode(shape[1], item, depth + 1) for key, item in value.items()}
-    elif _leaf_fits(tag, value):
-        return value  # JSON keeps an int an int and a float a float
-    raise Unrecordable(f"a {type(value).__name__} where the model holds {tag}")
+            return container([item(each) for each in value])
+        raise _misfit(value, tag)
+
+    return sequence
 
 
-def _rebuild(record: Any, model: type[M], depth: int = 0) -> M:
-    if depth > _MAX_DEPTH:
-        raise Unrecordable("nested too deeply")
+def _rebuild(record: Any, model: type[M]) -> M:
     plan = _fields(model)
-    if not isinstance(record, dict) or record.keys() != {"set", "fields"}:
+    if type(record) is not dict or record.keys() != {"set", "fields"}:
         raise Unrecordable("not a record")
     fields, given = record["fields"], record["set"]
-    if not isinstance(fields, dict) or fields.keys() != plan.keys():
+    if type(fields) is not dict or fields.keys() != plan.keys():
         raise Unrecordable(f"not the fields of {model.__name__}")
-    if not isinstance(given, list) or not all(isinstance(name, str) and name in plan for name in given):
+    if type(given) is not list or not all(type(name) is str and name in plan for name in given):
         raise Unrecordable("fields set that are not the model's")
-    values = {name: _decode(shape, fields[name], depth) for name, shape in plan.items()}
+    values = {name: _decoder(shape)(fields[name]) for name, shape in plan.items()}
     return model.model_construct(_fields_set=set(given), **values)
 
 
@@ -242,10 +295,7 @@ def record(obj: BaseModel) -> dict[str, Any] | None:
 def rebuild(record: Any, model: type[M]) -> M:
     """The model ``record`` was made of, built without validation; :class:`Unrecordable` when it does not fit
     ``model`` (a record of another definition, or damaged)."""
-    try:
-        return _rebuild(record, model)
-    except RecursionError:
-        raise Unrecordable("nested too deeply") from None
+    return _rebuild(record, model)
 
 
 _DEFINITIONS: dict[type[BaseModel], str | None] = {}
@@ -267,29 +317,48 @@ def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
     return found
 
 
-def definition(model: type[BaseModel]) -> str | None:
-    """A hash of what validating as ``model`` depends on: this package's version, pydantic's and pydantic-core's,
-    and the source of the modules defining ``model`` and the models its fields hold (their validators are there).
-    ``None`` when a source cannot be read, or the model has no record: then nothing is trusted. Once per class."""
-    if model in _DEFINITIONS:
-        return _DEFINITIONS[model]
+def source_digest(modules: Iterable[str]) -> str | None:
+    """A hash of this package's version, pydantic's and pydantic-core's, and the source of the (imported)
+    ``modules``: what code run on the same data depends on, a checkout's edits included. ``None`` when a module's
+    source cannot be read (a zip import, a frozen build): then nothing derived from that code is trusted. Read
+    once per process."""
+    names = tuple(sorted(set(modules)))
+    key = tuple((name, id(sys.modules.get(name))) for name in names)  # a module imported again is read again
+    if key not in _SOURCES:
+        _SOURCES[key] = _source_digest(names)
+    return _SOURCES[key]
+
+
+_SOURCES: dict[tuple[tuple[str, int], ...], str | None] = {}
+
+
+def _source_digest(modules: tuple[str, ...]) -> str | None:
     import pydantic
     import pydantic_core
 
     digest = hashlib.sha256(f"{VERSION}\0{pydantic.VERSION}\0{pydantic_core.__version__}".encode())
-    result: str | None
     try:
-        for module in sorted({cls.__module__ for cls in _models(model)}):
+        for module in modules:
             source = getattr(sys.modules.get(module), "__file__", None)
             if not source or not source.endswith(".py"):
-                raise Unrecordable(f"no source for {module}")
+                return None
             with open(source, "rb") as handle:
                 digest.update(b"\0" + module.encode() + b"\0" + handle.read())
-        result = digest.hexdigest()
-    except (Unrecordable, OSError):
-        result = None
-    _DEFINITIONS[model] = result
-    return result
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def definition(model: type[BaseModel]) -> str | None:
+    """A hash of what validating as ``model`` depends on: :func:`source_digest` of the modules defining ``model``
+    and the models its fields hold (their validators are there). ``None`` when a source cannot be read, or the
+    model has no record: then nothing is trusted. Once per class."""
+    if model not in _DEFINITIONS:
+        try:
+            _DEFINITIONS[model] = source_digest(cls.__module__ for cls in _models(model))
+        except Unrecordable:
+            _DEFINITIONS[model] = None
+    return _DEFINITIONS[model]
 
 
 def _fields_of(value: Any) -> dict[str, Any]:

@@ -47,6 +47,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,7 +56,7 @@ from pydantic import BaseModel
 from ..errors import InputFileError, Problem
 from .cache_files import folder_cache_file, prune, read_cache, write_cache
 from .files import read_bytes
-from .model_records import Unrecordable, definition, rebuild, record
+from .model_records import Unrecordable, definition, rebuild, record, source_digest
 from .version import VERSION
 from .yamlfile import MAX_YAML_BYTES, LineMap, parse_yaml, read_yaml, yaml_text
 
@@ -110,6 +111,10 @@ def _class_name(model: type[BaseModel]) -> str:
     return f"{model.__module__}.{model.__qualname__}"
 
 
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
 def _is_int(value: Any) -> bool:
     return type(value) is int and value >= 0
 
@@ -155,6 +160,7 @@ class YamlCache:
         self._dirty = False
         self._seen: dict[str, dict[str, Any]] = {}
         self._checked: dict[str, dict[str, Any]] = {}  # entries found unchanged in this load
+        self._derived: dict[str, dict[str, str]] = {}
         self._entries = self._load()
         self.hits = 0
         self.parsed = 0
@@ -168,6 +174,13 @@ class YamlCache:
             level = logging.INFO if entries.startswith("written by another version") else logging.WARNING
             logger.log(level, "ignoring the %s %s: %s; it will be rebuilt", WHAT, self.path, entries)
             return {}
+        derived = document.get("derived")
+        if isinstance(derived, dict):
+            self._derived = {
+                kind: kept
+                for kind, kept in derived.items()
+                if isinstance(kept, dict) and kept.keys() == {"inputs", "value"} and all(map(_is_str, kept.values()))
+            }
         return entries
 
     def _name(self, path: Path) -> str | None:
@@ -280,6 +293,40 @@ class YamlCache:
             self._dirty = True
         return data, lines, problems
 
+    def _inputs(self, kind: str, code: Iterable[str]) -> str | None:
+        """A digest of everything a value of ``kind`` derived from this load's files depends on: ``code`` (the
+        modules that derive it, see :func:`~.model_records.source_digest`), and each file read by its name, its
+        bytes (SHA-256) and the model it validated as (class and definition). None when a file read holds no
+        model (its data is validated by the caller, whose definition this cache does not know)."""
+        source = source_digest(code)
+        if source is None:
+            return None
+        digest = hashlib.sha256(f"{kind}\0{source}".encode())
+        for name, entry in sorted(self._seen.items()):
+            model = entry.get("model")
+            if model is None or model["definition"] is None:
+                return None
+            digest.update(f"\0{name}\0{entry['sha256']}\0{model['class']}\0{model['definition']}".encode())
+        return digest.hexdigest()
+
+    def derived(self, kind: str, code: Iterable[str]) -> str | None:
+        """The value of ``kind`` that :meth:`keep_derived` kept when the very files read in this load (the same
+        names, bytes and model definitions) were read, and ``code`` was the same; else None. Call it once every
+        file is read."""
+        kept = self._derived.get(kind)
+        if kept is None or kept["inputs"] != self._inputs(kind, list(code)):
+            return None
+        return kept["value"]
+
+    def keep_derived(self, kind: str, code: Iterable[str], value: str) -> None:
+        """Keep ``value``, derived by ``code`` from the files read in this load and nothing else, for
+        :meth:`derived` to give back while they are unchanged."""
+        inputs = self._inputs(kind, list(code))
+        kept = {"inputs": inputs, "value": value} if inputs is not None else None
+        if kept is not None and self._derived.get(kind) != kept:
+            self._derived[kind] = kept
+            self._dirty = True
+
     def save(self) -> None:
         """Write the entries of the files read since this cache was opened (a file no longer read drops out),
         atomically, if anything changed; a cache that cannot be written is logged and left alone."""
@@ -291,6 +338,7 @@ class YamlCache:
             "version": VERSION,
             "root": str(self.root),
             "files": dict(sorted(self._seen.items())),
+            "derived": self._derived,
         }
         if not write_cache(self.path, document, WHAT, logger):
             return

@@ -5,6 +5,7 @@ YAML files (lines, bounds, loading a model) imports no YAML library."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -189,5 +190,11 @@ def load_named_model(
 
 
 def yaml_files(folder: Path) -> list[Path]:
-    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist), in a stable order."""
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist or cannot be listed), in a stable
+    order: what ``folder.glob`` finds for both patterns, sorted, listed once (a warm load reads little else)."""
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(entry.name for entry in listing if entry.name.endswith((".yaml", ".yml")))
+    except OSError:  # missing, not a folder, unreadable
+        return []
+    return [folder / name for name in names]

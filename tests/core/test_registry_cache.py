@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from prompt_composer.core import registry as registry_module
 from prompt_composer.core.docs import ToolDoc
 from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.modes import ModeConfig
@@ -430,3 +431,53 @@ def test_without_a_user_cache_folder_the_folder_loads_without_the_cache(
         same(load_registry(docs), load_registry(docs, cache=False))
     assert parsed == []  # nothing went through the cache: every file was read by yamlfile alone
     assert f"loading {docs} without the parsed-file cache: Could not determine home directory." in caplog.text
+
+
+@pytest.fixture
+def fingerprinted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times a registry's fingerprint is computed (registry.dumps writes what it hashes)."""
+    calls: list[int] = []
+    real = registry_module.dumps
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(registry_module, "dumps", counting)
+    return calls
+
+
+def test_the_fingerprint_is_kept_while_every_file_and_model_is_the_same(
+    docs: Path, cache: Path, fingerprinted: list[int], tmp_path: Path
+) -> None:
+    """The fingerprint is a function of the models, so of the files' bytes and the models' definitions: a load of
+    the very same files takes it from the cache; a changed, added or removed file, or an overlay, computes it."""
+    age(docs)
+    first = load_registry(docs)
+    assert len(fingerprinted) == 1
+    assert document(docs)["derived"]["registry fingerprint"]["value"] == first.fingerprint
+    same(load_registry(docs), first)
+    assert len(fingerprinted) == 1  # kept
+    target = docs / "list_files.yaml"
+    target.write_text(target.read_text().replace("List", "Lost", 1))
+    edited = load_registry(docs)
+    assert len(fingerprinted) == 2 and edited.fingerprint != first.fingerprint
+    assert edited.fingerprint == load_registry(docs, cache=False).fingerprint
+    fingerprinted.clear()
+    (docs / "modes" / "ask.yaml").unlink()
+    assert load_registry(docs).fingerprint == load_registry(docs, cache=False).fingerprint
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("code: {recent_size: 3}\n")
+    fingerprinted.clear()
+    load_registry(docs, overlay=overlay)
+    load_registry(docs, overlay=overlay)
+    assert len(fingerprinted) == 2  # the overlay's modes are not what the kept fingerprint was computed from
+
+
+def test_a_fingerprint_kept_for_other_inputs_is_not_used(docs: Path, cache: Path, fingerprinted: list[int]) -> None:
+    fresh = load_registry(docs)
+    written = document(docs)
+    written["derived"]["registry fingerprint"] = {"inputs": "0" * 64, "value": "not-a-fingerprint"}
+    cache_file(docs).write_text(json.dumps(written))
+    fingerprinted.clear()
+    assert load_registry(docs).fingerprint == fresh.fingerprint and len(fingerprinted) == 1
