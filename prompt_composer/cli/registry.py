@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +162,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def _compose(args: argparse.Namespace, composer: Composer) -> int:
     from ..agent.providers import anthropic_native_tools, responses_native_tools, tools_for
+    from ..shared.jsonwrite import indented
 
     registry = composer.registry
     mode = checked_mode(registry, args.mode, composer)
@@ -189,12 +189,12 @@ def _compose(args: argparse.Namespace, composer: Composer) -> int:
         tools = list(prompt.tools) if args.provider == "anthropic" else tools_for(args.provider, prompt.tools)
     warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
-        print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
+        print(indented({**prompt.as_dict(), "provider": args.provider, "tools": tools}))
         return 0
     print(prompt.system)
     if tools:
         print(f"\n==== TOOLS (native definitions, {args.provider} format)\n")
-        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        print(indented(tools))
     t = prompt.tokens
     print(
         f"\n# mode {prompt.mode}: {len(prompt.full)} full, {len(prompt.brief)} brief; "

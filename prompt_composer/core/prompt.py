@@ -4,11 +4,12 @@ state, and the view of a tool doc that templates see."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,15 +149,25 @@ class ComposedPrompt:
 
 @dataclass(frozen=True)
 class DocView:
-    """What templates see of a tool doc."""
+    """What templates see of a tool doc. The schema's text forms are made when a template asks for them (only
+    text style shows them), not for each of a large mode's tools on every composer."""
 
     name: str
     group: str
     brief: str
     full: str
     hint: str
-    schema_json: str
-    signature: str
+    schema: Mapping[str, Any] = field(repr=False, hash=False)
+
+    @functools.cached_property
+    def schema_json(self) -> str:
+        """The input schema as compact JSON."""
+        return json.dumps(self.schema, ensure_ascii=False, separators=(",", ":"))
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
+        return _signature(self.schema)
 
 
 def signature(doc: ToolDoc) -> str:
@@ -174,20 +185,8 @@ def _signature(schema: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _view(name: str, group: str, brief: str, full: str, hint: str, schema: Mapping[str, Any]) -> DocView:
-    return DocView(
-        name=name,
-        group=group,
-        brief=brief,
-        full=full,
-        hint=hint,
-        schema_json=json.dumps(schema, ensure_ascii=False, separators=(",", ":")),
-        signature=_signature(schema),
-    )
-
-
 def doc_view(doc: ToolDoc) -> DocView:
-    return _view(doc.name, doc.group, doc.brief, doc.full, doc.hint or "", doc.input_schema)
+    return DocView(doc.name, doc.group, doc.brief, doc.full, doc.hint or "", doc.input_schema)
 
 
 def builtin_view(definition: Mapping[str, Any]) -> DocView:
@@ -195,4 +194,4 @@ def builtin_view(definition: Mapping[str, Any]) -> DocView:
     it: as a tool doc of it would show (stripped, as a doc's texts are), without validating our own definition."""
     name, description = definition["name"], definition["description"]
     full = f"## {name}\n{description}".strip()
-    return _view(name, "prompt-composer", description.strip(), full, "", definition["input_schema"])
+    return DocView(name, "prompt-composer", description.strip(), full, "", definition["input_schema"])
