@@ -25,6 +25,7 @@ from .modes import Mode
 from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_view
 from .registry import Registry
 from .session import PinnedPrompt, TaskSession
+from .templating import environment
 from .tiers import Tiers, catalog_line, grouped, summary
 from .tiers import assign as assign_tiers
 from .tokens import TokenCounter, count_tools, default_counter
@@ -47,20 +48,6 @@ SECTIONS = (
 )
 # Whatever changes within a task goes last, after everything stable, so the stable prefix stays cacheable.
 RECENT_SECTION = "recent"
-
-
-def _environment(templates: str | Path | None) -> jinja2.Environment:
-    loaders: list[jinja2.BaseLoader] = []
-    if templates is not None:
-        loaders.append(jinja2.FileSystemLoader(str(templates)))
-    loaders.append(jinja2.PackageLoader("prompt_composer.core", "templates"))
-    return jinja2.Environment(
-        loader=jinja2.ChoiceLoader(loaders),
-        autoescape=False,  # plain text prompts, not HTML
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-        auto_reload=False,
-    )
 
 
 class Composer:
@@ -92,7 +79,7 @@ class Composer:
             registry,
             counter=counter,
             templates=templates,
-            env=_environment(templates),
+            env=environment(templates),
             context=context or {},
             cache_size=cache_size,
             usage=usage or {},

@@ -220,9 +220,12 @@ def _make_decoder(shape: Shape) -> Decoder:
         model = shape[1]
         return lambda value: _rebuild(value, model)
     if tag == "union":
-        options = [_decoder(option) for option in shape[1]]
+        options = [_decoder(option) for option in shape[1] if option != ("none",)]
+        optional = ("none",) in shape[1]
 
         def union(value: Any) -> Any:
+            if value is None and optional:  # most optional fields are unset: no failed try for them
+                return None
             for option in options:
                 try:
                     return option(value)
@@ -250,7 +253,14 @@ def _make_decoder(shape: Shape) -> Decoder:
     return sequence
 
 
+_FIELD_DECODERS: dict[type[BaseModel], tuple[tuple[str, Decoder], ...]] = {}
+
+
 def _rebuild(record: Any, model: type[M]) -> M:
+    decoders = _FIELD_DECODERS.get(model)
+    if decoders is None:
+        decoders = tuple((name, _decoder(shape)) for name, shape in _fields(model).items())
+        _FIELD_DECODERS[model] = decoders
     plan = _fields(model)
     if type(record) is not dict or record.keys() != {"set", "fields"}:
         raise Unrecordable("not a record")
@@ -259,7 +269,7 @@ def _rebuild(record: Any, model: type[M]) -> M:
         raise Unrecordable(f"not the fields of {model.__name__}")
     if type(given) is not list or not all(type(name) is str and name in plan for name in given):
         raise Unrecordable("fields set that are not the model's")
-    values = {name: _decoder(shape)(fields[name]) for name, shape in plan.items()}
+    values = {name: decode(fields[name]) for name, decode in decoders}
     return model.model_construct(_fields_set=set(given), **values)
 
 
