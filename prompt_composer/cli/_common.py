@@ -161,4 +161,4 @@ def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | Non
 
     if not args.learn_from:
         return None
-    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))
+    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from), index_cache=getattr(args, "cache", True))

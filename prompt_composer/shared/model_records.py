@@ -20,18 +20,18 @@ pydantic's serializer (which a rebuilt model would have to build first): what th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import sys
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union
 
+import pydantic
+import pydantic_core
 from pydantic import BaseModel
 
-from .version import VERSION
+from .sources import source_digest
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -327,45 +327,15 @@ def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
     return found
 
 
-def source_digest(modules: Iterable[str]) -> str | None:
-    """A hash of this package's version, pydantic's and pydantic-core's, and the source of the (imported)
-    ``modules``: what code run on the same data depends on, a checkout's edits included. ``None`` when a module's
-    source cannot be read (a zip import, a frozen build): then nothing derived from that code is trusted. Read
-    once per process."""
-    names = tuple(sorted(set(modules)))
-    key = tuple((name, id(sys.modules.get(name))) for name in names)  # a module imported again is read again
-    if key not in _SOURCES:
-        _SOURCES[key] = _source_digest(names)
-    return _SOURCES[key]
-
-
-_SOURCES: dict[tuple[tuple[str, int], ...], str | None] = {}
-
-
-def _source_digest(modules: tuple[str, ...]) -> str | None:
-    import pydantic
-    import pydantic_core
-
-    digest = hashlib.sha256(f"{VERSION}\0{pydantic.VERSION}\0{pydantic_core.__version__}".encode())
-    try:
-        for module in modules:
-            source = getattr(sys.modules.get(module), "__file__", None)
-            if not source or not source.endswith(".py"):
-                return None
-            with open(source, "rb") as handle:
-                digest.update(b"\0" + module.encode() + b"\0" + handle.read())
-    except OSError:
-        return None
-    return digest.hexdigest()
-
-
 def definition(model: type[BaseModel]) -> str | None:
-    """A hash of what validating as ``model`` depends on: :func:`source_digest` of the modules defining ``model``
-    and the models its fields hold (their validators are there). ``None`` when a source cannot be read, or the
-    model has no record: then nothing is trusted. Once per class."""
+    """A hash of what validating as ``model`` depends on: pydantic's and pydantic-core's versions, and
+    :func:`~.sources.source_digest` of the modules defining ``model`` and the models its fields hold (their
+    validators are there). ``None`` when a source cannot be read, or the model has no record: then nothing is
+    trusted. Once per class."""
     if model not in _DEFINITIONS:
         try:
-            _DEFINITIONS[model] = source_digest(cls.__module__ for cls in _models(model))
+            modules = {cls.__module__ for cls in _models(model)}
+            _DEFINITIONS[model] = source_digest(modules, salt=f"{pydantic.VERSION}\0{pydantic_core.__version__}")
         except Unrecordable:
             _DEFINITIONS[model] = None
     return _DEFINITIONS[model]

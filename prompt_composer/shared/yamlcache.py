@@ -56,7 +56,8 @@ from pydantic import BaseModel
 from ..errors import InputFileError, Problem
 from .cache_files import folder_cache_file, prune, read_cache, write_cache
 from .files import read_bytes
-from .model_records import Unrecordable, definition, rebuild, record, source_digest
+from .model_records import Unrecordable, definition, rebuild, record
+from .sources import source_digest
 from .version import VERSION
 from .yamlfile import MAX_YAML_BYTES, LineMap, parse_yaml, read_yaml, yaml_text
 
@@ -295,7 +296,7 @@ class YamlCache:
 
     def _inputs(self, kind: str, code: Iterable[str]) -> str | None:
         """A digest of everything a value of ``kind`` derived from this load's files depends on: ``code`` (the
-        modules that derive it, see :func:`~.model_records.source_digest`), and each file read by its name, its
+        modules that derive it, see :func:`~.sources.source_digest`), and each file read by its name, its
         bytes (SHA-256) and the model it validated as (class and definition). None when a file read holds no
         model (its data is validated by the caller, whose definition this cache does not know)."""
         source = source_digest(code)

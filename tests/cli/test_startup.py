@@ -60,7 +60,8 @@ PARSER_MODULES = frozenset(
     }
 )
 CORE_MODULES = (
-    "access audit bounds builtins composer counts definitions docs fetch mentions modes prompt registry schema"
+    "access audit bounds builtins composer counts definitions docs fetch mentions modes precompiled prompt registry "
+    "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
 )
 COMPOSE_MODULES = PARSER_MODULES | {
     "prompt_composer.agent",
@@ -68,7 +69,9 @@ COMPOSE_MODULES = PARSER_MODULES | {
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
     "prompt_composer.shared.cache_files",
+    "prompt_composer.shared.jsonwrite",  # the printed JSON
     "prompt_composer.shared.model_records",  # the validated models the cache keeps
+    "prompt_composer.shared.sources",
     "prompt_composer.shared.yamlcache",
     "prompt_composer.shared.yamlfile",
     "prompt_composer.shared.yamltypes",  # not yamlparse: with the cache warm, no YAML is parsed
