@@ -274,7 +274,9 @@ def _rebuild(record: Any, model: type[M]) -> M:
 
 
 def _same(a: Any, b: Any, depth: int = 0) -> bool:
-    """Equal and of the same types all the way down (``1 == 1.0 == True`` and ``(1,) != [1]`` are not enough)."""
+    """Equal and of the same types, fields set included, down to each field's value (``1 == 1.0 == True``); a
+    mapping or list below that is compared whole (its items are JSON's own data, written and read back as they
+    are: see :func:`_plain`)."""
     if type(a) is not type(b) or depth > _MAX_DEPTH:
         return False
     if isinstance(a, BaseModel):
@@ -283,9 +285,7 @@ def _same(a: Any, b: Any, depth: int = 0) -> bool:
             and a.__dict__.keys() == b.__dict__.keys()
             and all(_same(a.__dict__[key], b.__dict__[key], depth + 1) for key in a.__dict__)
         )
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[key], b[key], depth + 1) for key in a)
-    if isinstance(a, list | tuple):
+    if isinstance(a, tuple):
         return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 

@@ -288,10 +288,11 @@ class YamlCache:
         if isinstance(text, Problem):
             return None, {}, [text]
         data, lines, problems = parse_yaml(text, path)
-        if info is not None and stat.S_ISREG(info.st_mode) and not problems and data is not None and _plain(data):
+        if info is not None and stat.S_ISREG(info.st_mode) and not problems and data is not None:
+            # Whether the data is JSON's own (else the entry is not written) is asked when saving: most files'
+            # data is replaced by their validated model before then (see keep).
             digest = hashlib.sha256(text.encode()).hexdigest()
             self._seen[name] = {**_identity(info), "sha256": digest, "checked_ns": checked, "data": data}
-            self._dirty = True
         return data, lines, problems
 
     def _inputs(self, kind: str, code: Iterable[str]) -> str | None:
@@ -331,19 +332,23 @@ class YamlCache:
     def save(self) -> None:
         """Write the entries of the files read since this cache was opened (a file no longer read drops out),
         atomically, if anything changed; a cache that cannot be written is logged and left alone."""
-        if not self._dirty and self._seen.keys() == self._entries.keys():
+        files = {
+            name: entry for name, entry in sorted(self._seen.items()) if "data" not in entry or _plain(entry["data"])
+        }
+        unchanged = files.keys() == self._entries.keys() and all(e is self._entries[n] for n, e in files.items())
+        if unchanged and not self._dirty:  # every entry read as it was written (a new one is a new object)
             return
         document = {
             "format": FORMAT,
             "schema": SCHEMA,
             "version": VERSION,
             "root": str(self.root),
-            "files": dict(sorted(self._seen.items())),
+            "files": files,
             "derived": self._derived,
         }
         if not write_cache(self.path, document, WHAT, logger):
             return
-        self._entries, self._dirty = dict(self._seen), False
+        self._entries, self._dirty = files, False
         if not self._existed:
             self._existed = True
             prune(self.path.parent, keep=self.path, most=MAX_FOLDERS)

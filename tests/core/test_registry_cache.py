@@ -481,3 +481,15 @@ def test_a_fingerprint_kept_for_other_inputs_is_not_used(docs: Path, cache: Path
     cache_file(docs).write_text(json.dumps(written))
     fingerprinted.clear()
     assert load_registry(docs).fingerprint == fresh.fingerprint and len(fingerprinted) == 1
+
+
+def test_a_load_that_changes_nothing_writes_nothing(docs: Path, cache: Path) -> None:
+    """Not even when a file's data is one the cache cannot hold (it is parsed again each time, and left out)."""
+    target = docs / "read_file.yaml"
+    target.write_text(target.read_text().replace("  type: object\n", "  type: object\n  x-since: 2024-01-02\n", 1))
+    age(docs)
+    load_registry(docs)
+    written = cache_file(docs).stat().st_mtime_ns
+    os.utime(cache_file(docs), ns=(written - HOUR_NS, written - HOUR_NS))
+    load_registry(docs)
+    assert cache_file(docs).stat().st_mtime_ns == written - HOUR_NS
