@@ -31,45 +31,57 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "tool_docs"
 # Third-party packages no command needs to start: each is imported by the handler that uses it.
 HEAVY = ("tiktoken", "numpy", "anthropic", "openai", "mcp", "httpx", "asyncio", "jsonschema", "xllamacpp")
-# What `import prompt_composer.cli` imports of the package: the command modules, and what their parsers need.
-COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
-PARSER_MODULES = frozenset(
+# What every run imports of the package: the command, its messages and settings, and what they need.
+BASE_MODULES = frozenset(
     {
         "prompt_composer",
         "prompt_composer.cli",
-        *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
-        "prompt_composer.cli.output",  # every line a command writes, escaped
+        *(f"prompt_composer.cli.{name}" for name in ["_common", "help_text", "output", "project", "settings"]),
         "prompt_composer.errors",
-        "prompt_composer.learn",
-        "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
-        "prompt_composer.local",
-        "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
         "prompt_composer.shared",
-        "prompt_composer.shared.annotations",
-        "prompt_composer.shared.cache_dir",
-        "prompt_composer.shared.files",
-        "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
-        "prompt_composer.shared.journal_records",
-        "prompt_composer.shared.journal_state",
-        "prompt_composer.shared.jsontext",
-        "prompt_composer.shared.lazy",
-        "prompt_composer.shared.nofollow",
-        "prompt_composer.shared.progress",
-        "prompt_composer.shared.text",
-        "prompt_composer.shared.version",
+        *(f"prompt_composer.shared.{name}" for name in ["annotations", "files", "lazy", "progress", "text", "version"]),
     }
 )
+# What the whole parser (--version, --help, a command line main cannot read ahead) imports: every command module,
+# and what their parsers need.
+COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
+PARSER_MODULES = BASE_MODULES | {
+    *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
+    "prompt_composer.learn",
+    "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
+    "prompt_composer.local",
+    "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
+    "prompt_composer.shared.cache_dir",
+    "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
+    "prompt_composer.shared.journal_records",
+    "prompt_composer.shared.journal_state",
+    "prompt_composer.shared.jsontext",
+    "prompt_composer.shared.nofollow",
+}
+# A command line that names its subcommand builds that module's parsers alone (cli.COMMANDS).
+ALONE_MODULES = {
+    "compose": BASE_MODULES | {"prompt_composer.cli.registry"},
+    "import": BASE_MODULES
+    | {
+        "prompt_composer.cli.interop",
+        *(f"prompt_composer.shared.{n}" for n in ["journal", "journal_records", "journal_state", "nofollow"]),
+    },
+}
 CORE_MODULES = (
     "access audit bounds builtins composer counts definitions docs fetch mentions modes precompiled prompt registry "
     "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
 )
-COMPOSE_MODULES = PARSER_MODULES | {
+COMPOSE_MODULES = ALONE_MODULES["compose"] | {
     "prompt_composer.agent",
     "prompt_composer.agent.providers",  # the provider's tool format
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
+    "prompt_composer.shared.cache_dir",
     "prompt_composer.shared.cache_files",
+    "prompt_composer.shared.journal_records",  # a folder with an interrupted import is refused
+    "prompt_composer.shared.journal_state",
     "prompt_composer.shared.jsonwrite",  # the printed JSON
+    "prompt_composer.shared.nofollow",
     "prompt_composer.shared.model_records",  # the validated models the cache keeps
     "prompt_composer.shared.sources",
     "prompt_composer.shared.yamlcache",
@@ -121,7 +133,8 @@ def imported(*argv: str, cache: Path) -> tuple[set[str], set[str]]:
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["compose", "--help"], ["import", "json", "--help"]])
 def test_the_version_and_help_import_no_library_module(tmp_path: Path, argv: list[str]) -> None:
     package, top = imported(*argv, cache=tmp_path)
-    assert package == PARSER_MODULES, f"joined: {sorted(package - PARSER_MODULES)}; left: {PARSER_MODULES - package}"
+    expected = ALONE_MODULES.get(argv[0], PARSER_MODULES)
+    assert package == expected, f"joined: {sorted(package - expected)}; left: {expected - package}"
     assert not top & {"pydantic", "yaml", "jinja2", "regex", "cachetools", *HEAVY}
 
 
