@@ -110,6 +110,8 @@ def warn_over_budget(
 ) -> None:
     """One warning line on stderr when ``mode`` composes over its budget: ``tokens`` is what the command composed
     (default: the prompt a task starts with, composed with ``composer`` if given)."""
+    if tokens is not None and tokens <= mode.config.budget_tokens:
+        return  # under its budget: nothing to say, and the audit need not be imported
     from ..core.audit import budget_warning, start_tokens
     from ..core.composer import Composer
 

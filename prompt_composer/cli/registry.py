@@ -161,7 +161,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def _compose(args: argparse.Namespace, composer: Composer) -> int:
-    from ..agent.providers import anthropic_native_tools, responses_native_tools, tools_for
     from ..shared.jsonwrite import indented
 
     registry = composer.registry
@@ -179,14 +178,22 @@ def _compose(args: argparse.Namespace, composer: Composer) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        from ..agent.providers import anthropic_native_tools, responses_native_tools
+
         if args.provider == "openai-responses":
             tools = responses_native_tools(prompt.tools, prompt.deferred, composer)
         else:
             tools = anthropic_native_tools(prompt.tools, prompt.deferred)
     else:
         prompt = composer.compose(mode, recent=recent)
-        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one).
-        tools = list(prompt.tools) if args.provider == "anthropic" else tools_for(args.provider, prompt.tools)
+        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one). The
+        # Anthropic format is the composer's own: the providers' module is imported for another.
+        if args.provider == "anthropic":
+            tools = list(prompt.tools)
+        else:
+            from ..agent.providers import tools_for
+
+            tools = tools_for(args.provider, prompt.tools)
     warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
         print(indented({**prompt.as_dict(), "provider": args.provider, "tools": tools}))

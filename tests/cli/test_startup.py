@@ -68,12 +68,12 @@ ALONE_MODULES = {
     },
 }
 CORE_MODULES = (
-    "access audit bounds builtins composer counts definitions docs fetch mentions modes precompiled prompt registry "
+    "access bounds builtins composer counts definitions docs fetch mentions modes precompiled prompt registry "
     "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
 )
+# What a warm `compose` imports (of the agent layer, the providers module only for a format not the composer's own;
+# the audit only for a mode over its budget).
 COMPOSE_MODULES = ALONE_MODULES["compose"] | {
-    "prompt_composer.agent",
-    "prompt_composer.agent.providers",  # the provider's tool format
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
     "prompt_composer.shared.cache_dir",
