@@ -92,9 +92,9 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
         "--no-cache",
         action="store_true",
         default=default,
-        help="parse every doc file, neither reading nor writing the parsed-docs cache in the user cache folder "
-        "(default: the cache is on, unless $PROMPT_COMPOSER_REGISTRY_CACHE or registry-cache in "
-        "[tool.prompt-composer] is off)",
+        help="parse and validate every doc file, neither reading nor writing the parsed-docs cache (nor search's "
+        "kept keyword index) in the user cache folder (default: the cache is on, unless "
+        "$PROMPT_COMPOSER_REGISTRY_CACHE or registry-cache in [tool.prompt-composer] is off)",
     )
 
 

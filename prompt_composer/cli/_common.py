@@ -156,11 +156,13 @@ def drops_line(drops: DropCounts) -> str:
 
 
 def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | None:
-    """The tool search of ``--learn-from``'s logs (their phrasings learned), or ``None`` when none was given: the
-    caller's default then applies (the loop and the gateway build a plain one on their first search)."""
+    """The tool search of ``--learn-from``'s logs (their phrasings learned) and of ``--no-cache`` (the keyword
+    index not kept), or ``None`` when neither was given: the caller's default then applies (the loop and the
+    gateway build a plain one on their first search)."""
+    cache = getattr(args, "cache", True)
+    if not args.learn_from and cache:
+        return None
     from ..discovery.search import ToolSearch
     from ..learn.phrasings import load_phrasings
 
-    if not args.learn_from:
-        return None
-    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from), index_cache=getattr(args, "cache", True))
+    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from), index_cache=cache)

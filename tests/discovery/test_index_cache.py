@@ -162,3 +162,15 @@ def test_a_kept_index_others_could_have_written_is_not_read(
         ToolSearch(shipped).lexical_for(mode)
     assert built == [1] and any("writable by others" in r.getMessage() for r in caplog.records)
     os.chmod(kept_file(cache), 0o600)
+
+
+def test_the_search_command_keeps_the_index_unless_told_not_to(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from prompt_composer.cli import main
+
+    assert main(["--no-cache", "search", "--mode", "code", "--strategy", "keyword", "read a file"]) == 0
+    assert not (cache / "lexical").exists() and not (cache / "registry").exists()
+    without = capsys.readouterr().out
+    assert main(["search", "--mode", "code", "--strategy", "keyword", "read a file"]) == 0
+    assert len(list((cache / "lexical").iterdir())) == 1
+    assert main(["search", "--mode", "code", "--strategy", "keyword", "read a file"]) == 0
+    assert capsys.readouterr().out == without * 2
