@@ -135,7 +135,11 @@ def _entries(document: Any, root: str) -> dict[str, dict[str, Any]] | str:
         if not isinstance(entry, dict) or entry.keys() - _ENTRY_KEYS not in ({"data"}, {"model"}):
             return f"a malformed entry for {name!r}"
         model = entry.get("model", {"class": "", "definition": "", "record": {}})
-        if not isinstance(model, dict) or model.keys() != _MODEL_KEYS or not isinstance(model["class"], str):
+        if (
+            not isinstance(model, dict)
+            or model.keys() != _MODEL_KEYS
+            or not all(map(_is_str, (model["class"], model["definition"])))
+        ):
             return f"a malformed entry for {name!r}"
         if not all(_is_int(entry[key]) for key in (*_IDENTITY, "checked_ns")):
             return f"a malformed entry for {name!r}"
@@ -161,6 +165,7 @@ class YamlCache:
         self._dirty = False
         self._seen: dict[str, dict[str, Any]] = {}
         self._checked: dict[str, dict[str, Any]] = {}  # entries found unchanged in this load
+        self._unkept = False  # whether a file was read in this load that no entry describes
         self._derived: dict[str, dict[str, str]] = {}
         self._entries = self._load()
         self.hits = 0
@@ -278,6 +283,7 @@ class YamlCache:
         self.parsed += 1
         name = self._name(path)
         if name is None:
+            self._unkept = True
             return read_yaml(path)
         checked = time.time_ns()  # before the stat: an edit after this instant is within RACY_NS of it
         try:
@@ -285,7 +291,9 @@ class YamlCache:
         except OSError:
             info = None
         text = yaml_text(path)
+        self._seen.pop(name, None)
         if isinstance(text, Problem):
+            self._unkept = True
             return None, {}, [text]
         data, lines, problems = parse_yaml(text, path)
         if info is not None and stat.S_ISREG(info.st_mode) and not problems and data is not None:
@@ -293,15 +301,18 @@ class YamlCache:
             # data is replaced by their validated model before then (see keep).
             digest = hashlib.sha256(text.encode()).hexdigest()
             self._seen[name] = {**_identity(info), "sha256": digest, "checked_ns": checked, "data": data}
+        else:
+            self._unkept = True
         return data, lines, problems
 
     def _inputs(self, kind: str, code: Iterable[str]) -> str | None:
         """A digest of everything a value of ``kind`` derived from this load's files depends on: ``code`` (the
         modules that derive it, see :func:`~.sources.source_digest`), and each file read by its name, its
         bytes (SHA-256) and the model it validated as (class and definition). None when a file read holds no
-        model (its data is validated by the caller, whose definition this cache does not know)."""
+        model (its data is validated by the caller, whose definition this cache does not know), or that no entry
+        describes."""
         source = source_digest(code)
-        if source is None:
+        if source is None or self._unkept:
             return None
         digest = hashlib.sha256(f"{kind}\0{source}".encode())
         for name, entry in sorted(self._seen.items()):
