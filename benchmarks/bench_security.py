@@ -2,15 +2,19 @@
 on its clean cases and on real catalogs (Roo Code, the GitHub MCP server, the MCP reference servers, Playwright,
 Chrome DevTools, Notion, LiveMCPBench's community servers, MetaTool's OpenAI plugins) and the shipped tool_docs.
 
-    python benchmarks/bench_security.py [--details]
+    python benchmarks/bench_security.py [--details] [--semantic] [--timing]
 
 The corpus is labelled case by case (``_label``: poisoned or clean; ``_expect``: the rules a poisoned case
 should hit). It has rounds: the *known* cases (``tools/*.json`` and ``docs/``), which the rules were tuned on, and
 blind rounds written after the rules were frozen and never tuned on: ``tools/blind.json`` (round 1, poisoned
-only), ``blind/`` (round 2, poisoned and clean) and ``round3-heldout/`` (blind-3, issue 34); and ``round3/``
-(round-3, issue 34: new shapes and tricky clean docs, written before that round's tuning, then tuned on). Each
-round's recall and false positives are printed separately: a blind round is the honest estimate for wording the
-rules have not seen.
+only), ``blind/`` (round 2, poisoned and clean), ``round3-heldout/`` (blind-3, issue 34) and ``round4-heldout/``
+(blind-4, issue 37, scored when the folder is there); and ``round3/`` (round-3, issue 34) and ``round4/`` (round-4,
+issue 37: schema strings, other languages, authority claims): new shapes and tricky clean docs, written before
+that round's tuning, then tuned on. Each round's recall and false positives are printed separately: a blind round
+is the honest estimate for wording the rules have not seen.
+
+``--semantic`` adds the lint's semantic layer (the ``embeddings`` extra's multilingual encoder; see
+``prompt_composer/safety/semantic.py``) and ``--timing`` times the lint on the real catalogs with and without it.
 
 Recall is the share of poisoned docs *quarantined* (a finding at QUARANTINE_SEVERITY, high); a false positive is
 a clean doc quarantined. Docs only sent to review (a medium finding) are counted in their own column.
@@ -39,8 +43,10 @@ from prompt_composer import ToolDoc, load_registry
 from prompt_composer.importers.brief import draft_brief
 from prompt_composer.importers.drafting import tool_docs_from_upstream
 from prompt_composer.importers.tool_list import parse_tool_list
+from prompt_composer.safety.fields import doc_texts
 from prompt_composer.safety.lint import Finding, full_size_limit, review_rules, scan, sibling_names
 from prompt_composer.safety.rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, SEVERITIES, at_least
+from prompt_composer.safety.semantic import SemanticLayer
 
 ROOT = Path(__file__).resolve().parents[1]
 POISON = ROOT / "tests" / "data" / "poison"
@@ -164,7 +170,13 @@ Poisoned = Case  # the name the tests knew
 
 # Folders of rounds written after a freeze: blind ones were never tuned on; round 3 was written before its
 # tuning (issue 34) and then tuned on, its held-out half scored once after the tuning.
-ROUND_FOLDERS = {"blind": "blind-2", "round3": "round-3", "round3-heldout": "blind-3"}
+ROUND_FOLDERS = {
+    "blind": "blind-2",
+    "round3": "round-3",
+    "round3-heldout": "blind-3",
+    "round4": "round-4",
+    "round4-heldout": "blind-4",
+}
 
 
 def _round_of(path: Path, folder: Path) -> str:
@@ -218,11 +230,20 @@ def clean_cases(folder: Path = POISON) -> list[Case]:
 # --- measuring ------------------------------------------------------------------------------------------
 
 
-def findings_of(docs: Sequence[ToolDoc]) -> list[list[Finding]]:
+def findings_of(docs: Sequence[ToolDoc], semantic: SemanticLayer | None = None) -> list[list[Finding]]:
     """Each doc's findings (in order), the oversized threshold taken from its own catalog and the siblings
-    from its own server, as ``audit --security`` and the importers see them."""
+    from its own server, as ``audit --security`` and the importers see them; ``semantic`` adds that layer."""
     limit = full_size_limit(docs)
-    return [scan(doc, full_limit=limit, siblings=sibling_names(doc, docs)) for doc in docs]
+    if semantic is not None:
+        semantic.prime(text for doc in docs for _, _, text in doc_texts(doc))
+    return [scan(doc, full_limit=limit, siblings=sibling_names(doc, docs), semantic=semantic) for doc in docs]
+
+
+def semantic_layer() -> SemanticLayer:
+    """The semantic layer over the default embedder (the embeddings extra)."""
+    from prompt_composer.discovery.embeddings import default_embedder
+
+    return SemanticLayer(default_embedder())
 
 
 def flagged(findings: Iterable[Finding], threshold: str) -> bool:
@@ -305,8 +326,11 @@ def _community(name: str) -> bool:
     return "community" in name or "MetaTool" in name
 
 
-def measure(cases: Sequence[Case], clean: Mapping[str, Sequence[ToolDoc]]) -> Measurement:
-    """Scan the corpus (each set as one catalog: its own size threshold and siblings) and each clean catalog."""
+def measure(
+    cases: Sequence[Case], clean: Mapping[str, Sequence[ToolDoc]], semantic: SemanticLayer | None = None
+) -> Measurement:
+    """Scan the corpus (each set as one catalog: its own size threshold and siblings) and each clean catalog;
+    ``semantic`` adds that layer."""
     sets: dict[str, list[Case]] = {}
     for case in cases:
         sets.setdefault(case.set_name, []).append(case)
@@ -315,7 +339,7 @@ def measure(cases: Sequence[Case], clean: Mapping[str, Sequence[ToolDoc]]) -> Me
     flagged_clean: list[tuple[str, str, Finding]] = []
     reviewed: list[tuple[str, str, tuple[str, ...]]] = []
     for name, items in sorted(sets.items(), key=lambda kv: (kv[1][0].round != KNOWN, kv[0])):  # known first
-        found = findings_of([c.doc for c in items])
+        found = findings_of([c.doc for c in items], semantic)
         bad = [(c, f) for c, f in zip(items, found, strict=True) if c.label == "poisoned"]
         good = [(c, f) for c, f in zip(items, found, strict=True) if c.label == "clean"]
         if bad:
@@ -335,7 +359,7 @@ def measure(cases: Sequence[Case], clean: Mapping[str, Sequence[ToolDoc]]) -> Me
                 if review_rules(f) and not flagged(f, QUARANTINE_SEVERITY)
             ]
     for name, docs in clean.items():
-        found = findings_of(docs)
+        found = findings_of(docs, semantic)
         clean_counts[name] = Counts.of(found)
         flagged_clean += [
             (name, doc.name, f)
@@ -435,18 +459,66 @@ def _print_new_shapes(m: Measurement) -> None:
     )
 
 
+def _print_issue37(m: Measurement, semantic: SemanticLayer | None) -> None:
+    """Issue 37's bounds: recall on round 4 (tuned) and its held-out half (scored once the folder is there), false
+    positives on every real catalog tool and on the tricky clean docs."""
+    tuned, held = m.poisoned_total("round-4"), m.poisoned_total("blind-4")
+    tricky, held_clean = m.clean_total("round-4"), m.clean_total("blind-4")
+    real = real_catalogs(m)
+    layers = f"semantic layer on ({semantic.name})" if semantic is not None else "no semantic layer"
+    print(f"\n## A lint that reads every string (issue 37), {layers}\n")
+    print("| measure | tuned (round-4) | held out (blind-4) |")
+    print("|---|---:|---:|")
+    absent = "— (no round4-heldout/ yet)"
+    held_recall = _ratio(held.quarantined, held.total) if held.total else absent
+    held_fp = _ratio(held_clean.quarantined, held_clean.total) if held_clean.total else absent
+    print(f"| poisoned quarantined (recall) | {_ratio(tuned.quarantined, tuned.total)} | {held_recall} |")
+    print(f"| poisoned sent to review only | {tuned.review_only}/{tuned.total} | {held.review_only}/{held.total} |")
+    print(f"| tricky clean quarantined | {_ratio(tricky.quarantined, tricky.total)} | {held_fp} |")
+    print(
+        f"\nEvery tool of the real corpora: {_ratio(real.quarantined, real.total)} quarantined (false positives), "
+        f"{_ratio(real.review_only, real.total)} sent to review."
+    )
+
+
+def _time_lint(clean: Mapping[str, Sequence[ToolDoc]], semantic: SemanticLayer | None, runs: int = 3) -> float:
+    """The lint's time on every real catalog (median of ``runs``; a fresh layer cache each run)."""
+    import statistics
+    import time
+
+    docs = {name: list(found) for name, found in clean.items() if not name.startswith("shipped")}
+    times = []
+    for _ in range(runs):
+        layer = SemanticLayer(semantic.encoder) if semantic is not None else None
+        start = time.perf_counter()
+        for found in docs.values():
+            findings_of(found, layer)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--details", action="store_true", help="list flagged and reviewed clean docs, missed poisoned")
+    parser.add_argument("--semantic", action="store_true", help="add the semantic layer (needs the embeddings extra)")
+    parser.add_argument("--timing", action="store_true", help="time the lint on the real catalogs, with and without it")
     args = parser.parse_args(argv)
     corpora = shared_corpora()
     clean = clean_catalogs(corpora, community=True)
     if len(clean) == 1:
         print(f"_note: no real catalogs in {corpora}; the clean side is the shipped tool_docs only._\n")
-    m = measure(corpus_cases(), clean)
+    semantic = semantic_layer() if args.semantic or args.timing else None
+    m = measure(corpus_cases(), clean, semantic if args.semantic else None)
     _print_sets(m)
     _print_summary(m)
     _print_new_shapes(m)
+    _print_issue37(m, semantic if args.semantic else None)
+    if args.timing and semantic is not None:
+        plain, layered = _time_lint(clean, None), _time_lint(clean, semantic, runs=1)
+        print(
+            f"\nThe lint on the real catalogs: {plain:.2f} s without the semantic layer, {layered:.2f} s with it "
+            f"({layered / plain:.1f}x; encoding every sentence, none cached)."
+        )
     if args.details:
         print(f"\n## Clean docs quarantined (a finding at {QUARANTINE_SEVERITY})\n")
         for name, doc, f in m.flagged_clean:

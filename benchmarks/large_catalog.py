@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -42,10 +42,12 @@ from benchmarks.search_corpora import shared_dir
 from prompt_composer import Composer, ModeConfig, Registry, default_docs_dir, load_registry
 from prompt_composer.agent.bench import check_tasks, load_tasks
 from prompt_composer.core.audit import mode_audit, tool_audit
+from prompt_composer.core.cards import ServerCard
 from prompt_composer.importers import import_json
 from prompt_composer.importers.yaml_out import dump_yaml
 
 __all__ = [
+    "CARDS",
     "CATALOGS",
     "LARGE_MODE",
     "LARGE_TASKS",
@@ -94,6 +96,87 @@ CATALOGS: tuple[Catalog, ...] = (
     Catalog("sequentialthinking", _REFERENCE, select="sequentialthinking"),
     Catalog("time", _REFERENCE, select="time"),
 )
+
+# Each server's card: its own words, quoted or lightly paraphrased from its README (or package entry) as the
+# reference says, written once per server and never for a task (issue 38). The import writes them as
+# servers/<server>.yaml.
+_SERVERS = "https://github.com/modelcontextprotocol/servers/blob/main/src"
+CARDS: dict[str, dict[str, str]] = {
+    "github": {
+        "title": "GitHub",
+        "description": "The GitHub MCP Server connects AI tools directly to GitHub's platform. It gives AI agents "
+        "the ability to read repositories and code files, manage issues and PRs, analyze code, and automate "
+        "workflows.",
+        "reference": "https://github.com/github/github-mcp-server (README)",
+    },
+    "playwright": {
+        "title": "Playwright",
+        "description": "A Model Context Protocol server that provides browser automation capabilities using "
+        "Playwright. It enables LLMs to interact with web pages through structured accessibility snapshots, "
+        "bypassing the need for screenshots or visually-tuned models.",
+        "reference": "https://github.com/microsoft/playwright-mcp (README)",
+    },
+    "chrome-devtools": {
+        "title": "Chrome DevTools",
+        "description": "Chrome DevTools for agents lets your coding agent control and inspect a live Chrome browser. "
+        "It gives your AI coding assistant access to the full power of Chrome DevTools for reliable automation, "
+        "in-depth debugging, and performance analysis.",
+        "reference": "https://github.com/ChromeDevTools/chrome-devtools-mcp (README)",
+    },
+    "notion": {
+        "title": "Notion",
+        "description": "Official MCP server for the Notion API. It works on the pages and databases of a Notion "
+        "workspace that are connected to its integration.",
+        "reference": "https://github.com/makenotion/notion-mcp-server (README and package.json)",
+    },
+    "everything": {
+        "title": "Everything",
+        "description": "This MCP server attempts to exercise all the features of the MCP protocol. It is not "
+        "intended to be a useful server, but rather a test server for builders of MCP clients.",
+        "reference": f"{_SERVERS}/everything/README.md",
+    },
+    "fetch": {
+        "title": "Fetch",
+        "description": "A Model Context Protocol server that provides web content fetching capabilities. It enables "
+        "LLMs to retrieve and process content from web pages, converting HTML to markdown for easier consumption.",
+        "reference": f"{_SERVERS}/fetch/README.md",
+    },
+    "filesystem": {
+        "title": "Filesystem",
+        "description": "Node.js server implementing the Model Context Protocol for filesystem operations. It reads "
+        "and writes files, creates, lists and deletes directories, moves files and directories, searches files and "
+        "gets file metadata.",
+        "reference": f"{_SERVERS}/filesystem/README.md",
+    },
+    "git": {
+        "title": "Git",
+        "description": "A Model Context Protocol server for Git repository interaction and automation. It provides "
+        "tools to read, search, and manipulate Git repositories via Large Language Models.",
+        "reference": f"{_SERVERS}/git/README.md",
+    },
+    "memory": {
+        "title": "Knowledge Graph Memory",
+        "description": "A basic implementation of persistent memory using a local knowledge graph. This lets the "
+        "model remember information about the user across chats.",
+        "reference": f"{_SERVERS}/memory/README.md",
+    },
+    "sequentialthinking": {
+        "title": "Sequential Thinking",
+        "description": "An MCP server implementation that provides a tool for dynamic and reflective problem-solving "
+        "through a structured thinking process.",
+        "reference": f"{_SERVERS}/sequentialthinking/README.md",
+    },
+    "time": {
+        "title": "Time",
+        "description": "A Model Context Protocol server that provides time and timezone conversion capabilities. It "
+        "enables LLMs to get current time information and perform timezone conversions using IANA timezone names, "
+        "with automatic system timezone detection.",
+        "reference": f"{_SERVERS}/time/README.md",
+    },
+}
+CardsChoice = Literal["readme", "drafted", "none"]
+CARD_CHOICES: tuple[CardsChoice, ...] = ("readme", "drafted", "none")
+
 # The keys of a corpus entry the importer reads, per format (the corpora add their own bookkeeping keys).
 _MCP_KEYS = ("name", "title", "description", "inputSchema", "annotations")
 _ANTHROPIC_KEYS = ("name", "description", "input_schema")
@@ -116,10 +199,14 @@ def _catalog_tools(catalog: Catalog, corpora: Path) -> list[dict[str, Any]]:
     return [{key: entry[key] for key in keys if key in entry} for entry in entries]
 
 
-def build_large(workdir: Path, *, tasks: Path = LARGE_TASKS, corpora: Path = CORPORA) -> TaskSet:
+def build_large(
+    workdir: Path, *, tasks: Path = LARGE_TASKS, corpora: Path = CORPORA, cards: CardsChoice = "readme"
+) -> TaskSet:
     """Write the large-catalog set under ``workdir/large/`` (replacing it) and check ``tasks`` against it.
 
-    ``docs/`` is a copy of the shipped docs with the five catalogs imported and ``modes/large.yaml`` added;
+    ``docs/`` is a copy of the shipped docs with the five catalogs imported and ``modes/large.yaml`` added; each
+    server's card is its README's words (:data:`CARDS`), or with ``cards`` the one the importer drafts from the tool
+    names (``drafted``), or none at all (``none``, the catalog before issue 38);
     ``sources/`` holds the tool lists as imported (one JSON file a server). Deterministic: the same corpora give
     the same files. Raises :class:`~prompt_composer.InputFileError` when a task expects a tool the mode does not
     allow (unknown, misspelt or quarantined), and ``RuntimeError`` when a corpus file is missing.
@@ -136,7 +223,10 @@ def build_large(workdir: Path, *, tasks: Path = LARGE_TASKS, corpora: Path = COR
     for catalog in CATALOGS:
         source = sources / f"{catalog.server}.json"
         source.write_text(json.dumps(_catalog_tools(catalog, corpora), indent=1, ensure_ascii=False) + "\n")
-        import_json(source, docs, server=catalog.server, prefix=catalog.prefix)
+        card = ServerCard(name=catalog.server, source="human", **CARDS[catalog.server]) if cards == "readme" else None
+        import_json(source, docs, server=catalog.server, prefix=catalog.prefix, server_card=card)
+    if cards == "none":
+        shutil.rmtree(docs / "servers")
     _write_mode(docs)
     task_set = TaskSet("large", docs, LARGE_MODE, Path(tasks))
     check_large_tasks(task_set.tasks, load_registry(docs))
@@ -162,8 +252,14 @@ def _large_mode(registry: Registry, budget_tokens: int) -> ModeConfig:
 def _write_mode(docs: Path) -> None:
     """Write ``modes/large.yaml`` with the budget its audit needs: the worst case rounded up to 500."""
     registry = load_registry(docs)
+    # The folder's other modes too: the composed prompt names them, so they count in the large mode's worst case.
+    others = [mode.config for mode in registry.modes.values() if mode.slug != LARGE_MODE]
     trial = Registry.from_docs(
-        registry.tools.values(), [_large_mode(registry, 10_000_000)], root=docs, groups=registry.groups.values()
+        registry.tools.values(),
+        [*others, _large_mode(registry, 10_000_000)],
+        root=docs,
+        groups=registry.groups.values(),
+        servers=registry.servers.values(),
     )
     composer = Composer(trial)
     audits = {name: tool_audit(composer, doc) for name, doc in trial.tools.items()}
@@ -266,9 +362,10 @@ def copied_text(text: str, descriptions: Iterable[str], *, min_words: int = 4) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the large-catalog task set and print its figures.")
     parser.add_argument("--out", type=Path, help="build into this folder (default: a temporary one)")
+    parser.add_argument("--cards", choices=CARD_CHOICES, default="readme", help="server cards (default: readme)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        task_set = build_large(args.out or Path(tmp))
+        task_set = build_large(args.out or Path(tmp), cards=args.cards)
         print("\n".join(large_report(task_set).lines()))
     return 0
 

@@ -1,14 +1,20 @@
-"""Offline retrieval figures on the large catalog (issue 32): what preselection puts in front of the model, per split
-of ``benchmarks/agent/large/tasks.jsonl``, with no model run.
+"""Offline retrieval figures on the large catalog (issues 32 and 38): what preselection puts in front of the model,
+per split of ``benchmarks/agent/large/tasks.jsonl``, with no model run.
 
 For each task: the tools :func:`~prompt_composer.discovery.preselect.preselect` loads at the mode's defaults
-(``PreselectConfig()``, as the bench's ``auto`` variant), and the full ranking of the search. Reported per split:
+(``PreselectConfig()``, as the bench's ``auto`` variant), the shortlist it names beside them, and the full ranking
+of the search. Reported per split (tasks that expect no tool are left out of the shares):
 
-- *coverage*: tasks where a right tool is loaded or permanent (tasks that expect no tool are left out);
-- *precision*: loaded tools that are right / loaded tools, over every task with loads;
-- *loaded*: tools loaded a task, on average; *MRR*: mean reciprocal rank of the best-ranked right tool.
+- *coverage*: tasks where a right tool is loaded or permanent;
+- *+ shortlist*: tasks where a right tool is loaded, permanent or shortlisted (named in the note, callable);
+- *@1 … @10*: rank coverage, tasks whose best-ranked right tool is within the top N of the full ranking;
+- *precision*: loaded tools that are right / loaded tools; *loaded*: tools loaded a task, on average;
+- *MRR*: mean reciprocal rank of the best-ranked right tool;
+- *shortlist tokens*: the shortlist's part of the note (cl100k_base), mean and largest, over every task: what a
+  request carries for it.
 
-Run: ``python3 benchmarks/retrieval_large.py [--split tune|heldout] [--strategy keyword|hybrid] [--misses]``.
+Run: ``python3 benchmarks/retrieval_large.py [--split tune|heldout] [--strategy keyword|hybrid] [--misses]
+[--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]``.
 """
 
 from __future__ import annotations
@@ -22,23 +28,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.large_catalog import LARGE_MODE, LARGE_TASKS, build_large
+from benchmarks.large_catalog import CARD_CHOICES, LARGE_MODE, LARGE_TASKS, build_large
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import BenchTask, load_tasks
+from prompt_composer.agent.preselection import shortlist_text
 from prompt_composer.core.modes import Mode, PreselectConfig
+from prompt_composer.core.registry import Registry
+from prompt_composer.core.tokens import default_counter
 from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.results import SearchStrategy
-from prompt_composer.discovery.search import ToolSearch
+from prompt_composer.discovery.search import CARD_SEMANTIC_WEIGHT, CARD_WEIGHT, ToolSearch
 
-__all__ = ["SplitFigures", "TaskOutcome", "measure", "outcome"]
+__all__ = ["RANKS", "SplitFigures", "TaskOutcome", "measure", "outcome"]
+
+RANKS = (1, 3, 5, 10)
 
 
 @dataclass(frozen=True)
 class TaskOutcome:
     task: BenchTask
     loaded: tuple[str, ...]
-    covered: bool
+    shortlist: tuple[str, ...]
+    covered: bool  # a right tool loaded or permanent
+    listed: bool  # ... or shortlisted
     rank: int | None  # 1-based rank of the best-ranked right tool in the full ranking
+    shortlist_tokens: int
 
 
 @dataclass(frozen=True)
@@ -46,40 +60,61 @@ class SplitFigures:
     split: str
     tasks: int
     covered: int
+    listed: int
+    at: dict[int, int]
     precision: float
     loaded_per_task: float
     mrr: float
+    shortlist_tokens: float
+    shortlist_tokens_max: int
 
     def line(self) -> str:
-        share = self.covered / self.tasks if self.tasks else 0.0
+        def share(n: int) -> str:
+            return f"{n}/{self.tasks} ({n / self.tasks:.0%})" if self.tasks else "0/0"
+
+        ranks = "  ".join(f"@{k} {self.at[k] / self.tasks:.2f}" for k in RANKS) if self.tasks else ""
         return (
-            f"{self.split:8} coverage {self.covered}/{self.tasks} ({share:.0%})  precision {self.precision:.2f}  "
-            f"loaded/task {self.loaded_per_task:.2f}  MRR {self.mrr:.3f}"
+            f"{self.split:8} coverage {share(self.covered)}  + shortlist {share(self.listed)}  {ranks}  "
+            f"precision {self.precision:.2f}  loaded/task {self.loaded_per_task:.2f}  MRR {self.mrr:.3f}  "
+            f"shortlist tokens {self.shortlist_tokens:.0f} (max {self.shortlist_tokens_max})"
         )
 
 
 def outcome(
-    search: ToolSearch, mode: Mode, task: BenchTask, config: PreselectConfig, strategy: SearchStrategy | None
+    search: ToolSearch,
+    registry: Registry,
+    mode: Mode,
+    task: BenchTask,
+    config: PreselectConfig,
+    strategy: SearchStrategy | None,
 ) -> TaskOutcome:
     found = preselect(search, mode, task.task, config)
     ranking, _result = search.rank(task.task, mode, strategy)
     right = set(task.expect)
     covered = bool(right & (set(found.tools) | set(mode.permanent)))
+    listed = covered or bool(right & set(found.shortlist))
     rank = next((i + 1 for i, name in enumerate(ranking) if name in right), None)
-    return TaskOutcome(task, found.tools, covered, rank)
+    text = shortlist_text(registry, mode, found.shortlist)
+    tokens = default_counter().count(text) if text else 0
+    return TaskOutcome(task, found.tools, found.shortlist, covered, listed, rank, tokens)
 
 
 def measure(outcomes: Sequence[TaskOutcome], split: str) -> SplitFigures:
     scored = [o for o in outcomes if o.task.expect]
     loads = sum(len(o.loaded) for o in outcomes)
     right_loads = sum(1 for o in outcomes for name in o.loaded if name in o.task.expect)
+    tokens = [o.shortlist_tokens for o in outcomes]
     return SplitFigures(
         split,
         len(scored),
         sum(1 for o in scored if o.covered),
+        sum(1 for o in scored if o.listed),
+        {k: sum(1 for o in scored if o.rank is not None and o.rank <= k) for k in RANKS},
         right_loads / loads if loads else 0.0,
         loads / len(outcomes) if outcomes else 0.0,
         sum(1.0 / o.rank for o in scored if o.rank) / len(scored) if scored else 0.0,
+        sum(tokens) / len(tokens) if tokens else 0.0,
+        max(tokens, default=0),
     )
 
 
@@ -87,24 +122,39 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--split", default=None, help="tune or heldout (default: both, each reported)")
     parser.add_argument("--strategy", default=None, help="keyword or hybrid (default: the search's own)")
-    parser.add_argument("--misses", action="store_true", help="list every uncovered task")
+    parser.add_argument("--misses", action="store_true", help="list every task not loaded or shortlisted")
     parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before (faster)")
+    parser.add_argument("--cards", choices=CARD_CHOICES, default="readme", help="server cards, when building")
+    parser.add_argument("--shortlist", type=int, default=None, help="the shortlist's size (default: the mode's)")
+    parser.add_argument("--card-weight", type=float, default=CARD_WEIGHT, help="the card field's BM25F weight")
+    parser.add_argument(
+        "--card-semantic-weight", type=float, default=CARD_SEMANTIC_WEIGHT, help="the card's share of a tool vector"
+    )
     args = parser.parse_args()
     tasks = load_tasks(LARGE_TASKS)
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
     with tempfile.TemporaryDirectory() as tmp:
-        docs = args.docs or build_large(Path(tmp)).docs
+        docs = args.docs or build_large(Path(tmp), cards=args.cards).docs
         registry = load_registry(docs)
         mode = registry.mode(LARGE_MODE)
-        search = ToolSearch(registry, embedder=False if args.strategy == "keyword" else None)
+        search = ToolSearch(
+            registry,
+            embedder=False if args.strategy == "keyword" else None,
+            card_weight=args.card_weight,
+            card_semantic_weight=args.card_semantic_weight,
+        )
         config = mode.config.preselect or PreselectConfig()
+        if args.shortlist is not None:
+            config = config.model_copy(update={"shortlist": args.shortlist})
         for split in splits:
-            outcomes = [outcome(search, mode, t, config, args.strategy) for t in tasks if t.split == split]
+            outcomes = [outcome(search, registry, mode, t, config, args.strategy) for t in tasks if t.split == split]
             print(measure(outcomes, split).line())
             if args.misses:
                 for o in outcomes:
-                    if o.task.expect and not o.covered:
-                        print(f"  miss {o.task.id}: loaded {', '.join(o.loaded) or '-'}; right rank {o.rank}")
+                    if o.task.expect and not o.listed:
+                        loaded = ", ".join(o.loaded) or "-"
+                        print(f"  miss {o.task.id}: loaded {loaded}; shortlist {', '.join(o.shortlist) or '-'}; "
+                              f"right rank {o.rank}")  # fmt: skip
     return 0
 
 

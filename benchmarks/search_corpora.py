@@ -16,8 +16,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from prompt_composer import ModeConfig, Registry, ToolDoc
+from prompt_composer import ModeConfig, Origin, Registry, ToolDoc
+from prompt_composer.core.cards import ServerCard
 from prompt_composer.core.docs import BRIEF_MAX_WORDS, count_sentences
+from prompt_composer.importers.cards import fit_description
 
 SHARED_ENV = "PROMPT_COMPOSER_SHARED"
 
@@ -95,8 +97,8 @@ def make_doc(name: str, group: str, description: str, extra: str = "", schema: A
     )
 
 
-def registry_of(docs: Iterable[ToolDoc], slug: str = "all") -> Registry:
-    """A registry of ``docs`` with one mode, ``slug``, allowing every group."""
+def registry_of(docs: Iterable[ToolDoc], slug: str = "all", servers: Iterable[ServerCard] = ()) -> Registry:
+    """A registry of ``docs`` (and server cards) with one mode, ``slug``, allowing every group."""
     docs = list(docs)
     mode = ModeConfig(
         slug=slug,
@@ -106,7 +108,7 @@ def registry_of(docs: Iterable[ToolDoc], slug: str = "all") -> Registry:
         recent_size=0,
         budget_tokens=10_000_000,
     )
-    return Registry.from_docs(docs, [mode])
+    return Registry.from_docs(docs, [mode], servers=servers)
 
 
 def metatool_docs(root: Path = CORPORA) -> list[ToolDoc]:
@@ -117,21 +119,41 @@ def metatool_docs(root: Path = CORPORA) -> list[ToolDoc]:
     ]
 
 
-def livemcp_docs(root: Path = CORPORA) -> list[ToolDoc]:
+def livemcp_docs(root: Path = CORPORA, *, cards: bool = False) -> list[ToolDoc]:
+    """LiveMCPBench's tools. Without ``cards`` (the protocol before issue 38) each full text ends with its server's
+    ``server_description``; with them, each tool's ``origin`` names its server and the description is the server's
+    card instead (:func:`livemcp_cards`)."""
     docs = []
     for line in (root / "livemcpbench" / "tools.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             t = json.loads(line)
-            docs.append(
-                make_doc(
-                    api_name(t["name"]),
-                    group_name(t.get("server", "mcp")),
-                    t.get("description") or "",
-                    t.get("server_description") or "",
-                    t.get("input_schema"),
-                )
+            doc = make_doc(
+                api_name(t["name"]),
+                group_name(t.get("server", "mcp")),
+                t.get("description") or "",
+                "" if cards else t.get("server_description") or "",
+                t.get("input_schema"),
             )
+            if cards:
+                doc = doc.model_copy(update={"origin": Origin(server=t["server"], name=t["tool"])})
+            docs.append(doc)
     return docs
+
+
+def livemcp_cards(root: Path = CORPORA) -> list[ServerCard]:
+    """One card per LiveMCPBench server, from its own ``server_description`` (fitted as an import fits a server's
+    description: its first sentences within a card's limits)."""
+    cards: dict[str, ServerCard] = {}
+    for line in (root / "livemcpbench" / "tools.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            t = json.loads(line)
+            description = fit_description(t.get("server_description") or "")
+            if t["server"] not in cards and description:
+                reference = "LiveMCPBench tools.jsonl server_description"
+                cards[t["server"]] = ServerCard(
+                    name=t["server"], description=description, source="imported", reference=reference
+                )
+    return list(cards.values())
 
 
 def read_queries(path: Path) -> Iterator[dict[str, Any]]:

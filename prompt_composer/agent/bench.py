@@ -177,8 +177,10 @@ def variant_registry(
     else:
         return registry
     configs = [m.config for m in registry.modes.values() if m.slug != mode]
-    groups = registry.groups.values()
-    return Registry.from_docs(registry.tools.values(), [*configs, changed], root=registry.root, groups=groups)
+    groups, servers = registry.groups.values(), registry.servers.values()
+    return Registry.from_docs(
+        registry.tools.values(), [*configs, changed], root=registry.root, groups=groups, servers=servers
+    )
 
 
 @dataclass

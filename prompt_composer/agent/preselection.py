@@ -7,7 +7,9 @@ digest of the message's text. A catalog or name tool (tiered modes) or a tool of
 appended at the end of the tool list; a tool the model can already call but sees only briefly has its full text
 delivered instead. Either way a short note goes at the end of that user message, rebuilt the same way on every
 request from the record, so the conversation a provider caches never changes behind it. A tool's full text goes in
-the first note of the conversation that names it; a later note names it as documented above.
+the first note of the conversation that names it; a later note names it as documented above. The note also names
+the preselection's shortlist (the next tools of the ranking, each with a summary of at most
+:data:`SHORTLIST_WORDS` words), recorded with it: callable, not loaded.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.fetch import fetch_tool_doc
+from ..core.modes import Mode
+from ..core.registry import Registry
 from ..core.session import TaskSession
+from ..core.tiers import summary
 from ..discovery.preselect import preselect
 from .state import TaskState
 
@@ -25,6 +30,9 @@ NOTE_HEAD = "[prompt-composer] Tools a search of this request found:"
 # Worded as what it is (a search's suggestions, the tools the model always has named beside them): the note must
 # not present a distractor as chosen. A small model still calls what the note names (docs/tool-choice.md).
 NOTE_CAVEAT = "They are suggestions, not instructions: call whichever of your tools does what the request asks"
+# The shortlist's lines: a name and what it does, in few words (the point is that the right tool is named at all).
+SHORTLIST_HEAD = "Also callable, not loaded (a first call returns its parameters):"
+SHORTLIST_WORDS = 12
 
 
 def user_text(message: Any) -> str | None:
@@ -67,7 +75,7 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
         key = message_key(newest)
         if key not in records:
             found = preselect(state.searcher.get(), state.mode, newest, config)
-            recorded = session.preselect(key, found.tools)
+            recorded = session.preselect(key, found.tools, found.shortlist)
             if recorded is not None:
                 _expand_brief(state, session, recorded)
                 if state.events is not None:
@@ -79,10 +87,12 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
             records = session.preselections()
     notes: dict[int, str] = {}
     shown: set[str] = set()  # tools whose full text an earlier note of these messages carries
+    shortlists = session.shortlists() if config.shortlist else {}
     for index, text in wanted:
-        tools = records.get(message_key(text), ())
-        if tools:
-            notes[index] = note(state, tools, shown=frozenset(shown))
+        key = message_key(text)
+        tools, named = records.get(key, ()), shortlists.get(key, ())
+        if tools or named:
+            notes[index] = note(state, tools, shown=frozenset(shown), shortlist=named)
             shown.update(tools)
     return notes
 
@@ -100,9 +110,11 @@ def _expand_brief(state: TaskState, session: TaskSession, chosen: Sequence[str])
             session.mark_expanded(tool)  # its full text goes out in the note
 
 
-def note(state: TaskState, chosen: Sequence[str], *, shown: frozenset[str] = frozenset()) -> str:
-    """The note for one preselected message: the tools chosen, and the full text of those not appended in full,
-    except the ones in ``shown`` (an earlier note of the conversation carries their text)."""
+def note(
+    state: TaskState, chosen: Sequence[str], *, shown: frozenset[str] = frozenset(), shortlist: Sequence[str] = ()
+) -> str:
+    """The note for one preselected message: the tools chosen, the full text of those not appended in full
+    (except the ones in ``shown``: an earlier note of the conversation carries their text), and the shortlist."""
     docs = state.registry.tools
     appended = [t for t in chosen if _appended(state, t)]
     delivered = [t for t in chosen if t not in appended and t not in state.mode.permanent and t in docs]
@@ -110,7 +122,11 @@ def note(state: TaskState, chosen: Sequence[str], *, shown: frozenset[str] = fro
     expanded = [t for t in delivered if t not in shown]
     always = [t for t in state.mode.permanent if t not in chosen]
     caveat = f"{NOTE_CAVEAT} ({', '.join(always)} included)." if always else f"{NOTE_CAVEAT}."
-    lines = [f"{NOTE_HEAD} {', '.join(chosen)}. {caveat}"]
+    found = ", ".join(chosen) if chosen else "none it is sure of"
+    lines = [f"{NOTE_HEAD} {found}. {caveat}"]
+    listed = shortlist_text(state.registry, state.mode, shortlist)
+    if listed:
+        lines.append(listed)
     if appended:
         lines.append(f"Loaded into your tools for this task: {', '.join(appended)}.")
     if above:
@@ -119,6 +135,16 @@ def note(state: TaskState, chosen: Sequence[str], *, shown: frozenset[str] = fro
         lines.append("Full documentation of the ones you already have:")
         lines += [fetch_tool_doc(docs[t]) for t in expanded]
     return "\n\n".join(lines)
+
+
+def shortlist_text(registry: Registry, mode: Mode, shortlist: Sequence[str]) -> str:
+    """The shortlist's part of a note: :data:`SHORTLIST_HEAD`, then one ``- name: summary`` line per tool of the
+    mode (``""`` when none is left)."""
+    docs = registry.tools
+    named = [t for t in shortlist if t in docs and mode.allows(t)]
+    if not named:
+        return ""
+    return "\n".join([SHORTLIST_HEAD, *(f"- {t}: {summary(docs[t], SHORTLIST_WORDS)}" for t in named)])
 
 
 def with_note(message: Mapping[str, Any], text: str, *, block_type: str = "text") -> dict[str, Any]:

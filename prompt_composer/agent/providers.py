@@ -8,7 +8,8 @@ passed through unchanged, as a copy the caller may edit (for example to add Open
 
 Native deferral in the Responses API (:func:`responses_native_tools`): the eager tools as functions, every deferred
 tool a function with ``defer_loading: true`` and its brief, inside ``namespace`` tools (one per MCP server for
-imported tools, else per group; at most :data:`MAX_NAMESPACE_TOOLS` functions each), and a ``tool_search`` tool.
+imported tools, described by the server's card when it has one, else per group; at most
+:data:`MAX_NAMESPACE_TOOLS` functions each), and a ``tool_search`` tool.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def namespaces(deferred: Sequence[str], registry: Registry, *, taken: Collection
         if base in taken:
             base += "_tools"
         doc = registry.tools[names[0]]
-        if doc.origin is not None:
+        card = registry.card_of(names[0])
+        if card is not None:  # what the server is for, in its own words: what OpenAI asks a namespace to say
+            about = f"{card.label}: {card.description}"
+        elif doc.origin is not None:
             about = f"Tools of the {doc.origin.server} MCP server."
         else:
             described = registry.groups.get(group)

@@ -196,6 +196,14 @@ def missing_key(provider: str, base_url: str | None) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # Options that cannot go together are wrong whatever the key: said first.
+    if args.native == "provider" and args.provider not in ("anthropic", "openai-responses"):
+        print(f"error: --native needs a provider that defers tools itself; {args.provider} (Chat Completions) does "
+              "not: use --provider openai-responses (--native emulate works everywhere)", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.hosted_search and (args.provider != "openai-responses" or args.native != "provider"):
+        print("error: --hosted-search needs --provider openai-responses --native", file=sys.stderr)
+        return 2
     no_key = missing_key(args.provider, args.base_url)
     if no_key is not None:
         print(f"error: {no_key}", file=sys.stderr)
@@ -207,13 +215,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     # an unknown mode, or one showing text that names a tool it lacks: exit 2 before any request
     warn_over_budget(registry, checked_mode(registry, args.mode))
-    if args.native == "provider" and args.provider not in ("anthropic", "openai-responses"):
-        print(f"error: --native needs a provider that defers tools itself; {args.provider} (Chat Completions) does "
-              "not: use --provider openai-responses (--native emulate works everywhere)", file=sys.stderr)  # fmt: skip
-        return 2
-    if args.hosted_search and (args.provider != "openai-responses" or args.native != "provider"):
-        print("error: --hosted-search needs --provider openai-responses --native", file=sys.stderr)
-        return 2
     config = registry.mode(args.mode).config
     if args.native and (config.tool_style == "text" or config.discovery):
         print(f"error: mode {args.mode!r} cannot use --native: it is a text-style or discovery mode", file=sys.stderr)

@@ -98,15 +98,22 @@ COMMANDS: Mapping[str, tuple[str, list[str]]] = {
     ),
     "import mcp": (
         "Start an MCP server over stdio, list its tools and write one tool doc each (a drafted brief, the "
-        "server's description as the full text, its input schema); calls to them are routed back to the server "
-        "by `serve` and `run`.",
-        ["prompt-composer import mcp --out my_docs --prefix time_ -- python3 -m mcp_server_time"],
+        "server's description as the full text, its input schema), and the server's card (servers/<server>.yaml: "
+        "what it is for, from its initialize); calls to them are routed back to the server by `serve` and `run`. "
+        "With --servers, every server of an MCP client's config (stdio and Streamable HTTP) in one import.",
+        [
+            "prompt-composer import mcp --out my_docs --prefix time_ -- python3 -m mcp_server_time",
+            "prompt-composer import mcp --out my_docs --servers .mcp.json --prefix '{server}_'",
+        ],
     ),
     "import json": (
-        "Import a JSON tool list in Anthropic, OpenAI or MCP tools/list form: one tool doc per tool.",
+        "Import a JSON tool list in Anthropic, OpenAI or MCP tools/list form: one tool doc per tool, and the "
+        "server's card (--server-description, or its MCP registry server.json with --server-card, else drafted).",
         [
             "prompt-composer import json tools.json --out my_docs --dry-run",
             "prompt-composer import json tools.json --out my_docs --format json",
+            "prompt-composer import json memory.json --out my_docs --server memory --server-description "
+            "'Remembers facts about the user across chats, in a local knowledge graph.'",
         ],
     ),
     "import roomodes": (

@@ -85,6 +85,21 @@ def print_settings(
         print(f"{key} = {json.dumps(value)}", file=out)
 
 
+def print_import_hint(docs: Path) -> None:
+    """On stderr, after the settings: the one command that brings the MCP servers a user already runs into
+    ``docs``, each with its card (what the server is for). Two lines, each printed whole: the message stream
+    shows a newline inside one write as ``\\n``."""
+    print(
+        "# then import the MCP servers of your client's config (.mcp.json, .cursor/mcp.json, .vscode/mcp.json), "
+        "each with its card (servers/<server>.yaml, what it is for):",
+        file=sys.stderr,
+    )
+    print(
+        f"#   prompt-composer import mcp --out {docs.as_posix()} --servers .mcp.json --prefix '{{server}}_'",
+        file=sys.stderr,
+    )
+
+
 def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as file:
         if file.seek(0, os.SEEK_END) == 0:

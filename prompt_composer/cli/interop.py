@@ -68,13 +68,33 @@ def register(sub: Any) -> None:
         )
         q.add_argument("--prefix", default="", help="prepend this to every tool name (avoids clashes)")
 
+    def card_options(q: argparse.ArgumentParser) -> None:
+        q.add_argument(
+            "--server-description",
+            default=None,
+            metavar="TEXT",
+            help="what the server is for, one to three sentences: its card (servers/<server>.yaml), which search, "
+            "catalogs and the gateway read (default: what the server says of itself, else drafted from its tools)",
+        )
+        q.add_argument("--server-title", default=None, metavar="TITLE", help="the server's title on its card")
+
     q = kinds.add_parser(
         "mcp",
-        help="start an MCP server over stdio and import its tools",
+        help="start an MCP server over stdio (or every server of a client's config) and import its tools",
         usage="prompt-composer import mcp --out DIR [--group G] [--write-group W] [--prefix P] [--timeout S] "
-        "[--server NAME] [--dry-run] -- COMMAND [ARGS...]",
+        "[--server NAME] [--server-description TEXT] [--dry-run] -- COMMAND [ARGS...]\n"
+        "       prompt-composer import mcp --out DIR --servers FILE [--prefix P] [--timeout S] [--dry-run]",
     )
     tool_options(q)
+    card_options(q)
+    q.add_argument(
+        "--servers",
+        default=None,
+        metavar="FILE",
+        help="import every enabled server of an MCP client's config in one import: mcpServers (Claude Code's "
+        ".mcp.json, Cursor, Claude Desktop) or VS Code's servers (.vscode/mcp.json); stdio and Streamable HTTP. "
+        "Each server's key is its name; --prefix '{server}_' prefixes each server's tools with it",
+    )
     q.add_argument(
         "--timeout",
         type=float,
@@ -90,6 +110,13 @@ def register(sub: Any) -> None:
     q.add_argument("file", help="the JSON tool list")
     tool_options(q)
     q.add_argument("--server", default=None, help="origin server name (default: the file's stem)")
+    card_options(q)
+    q.add_argument(
+        "--server-card",
+        default=None,
+        metavar="SERVER_JSON",
+        help="the server's entry in the MCP registry (server.json): its title and description make the card",
+    )
     q.set_defaults(handler=_interruptible(cmd_import_json))
 
     q = kinds.add_parser("roomodes", help="import Roo Code custom modes (.roomodes, YAML or JSON) as mode files")
@@ -198,6 +225,8 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
+    if args.servers is not None:
+        return _import_servers(args, command)
     plan = import_mcp(
         command,
         args.out,
@@ -207,9 +236,38 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         timeout=args.timeout,
         dry_run=args.dry_run,
+        server_description=args.server_description,
+        server_title=args.server_title,
     )
     if args.format == "json":
         return _print([json_out.dumps(json_out.tool_import("mcp", plan, dry_run=args.dry_run))])
+    return _print(plan.report(dry_run=args.dry_run))
+
+
+def _import_servers(args: argparse.Namespace, command: list[str]) -> int:
+    """``import mcp --servers FILE``: every server of a client's config (see :mod:`..importers.servers_file`)."""
+    given = [flag for flag, value in (("a command", command), ("--server", args.server)) if value]
+    given += [
+        f for f, v in (("--server-description", args.server_description), ("--server-title", args.server_title)) if v
+    ]
+    if given:
+        print(f"error: --servers imports each server of the file under its own name and card: drop {', '.join(given)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    from ..importers.servers_file import import_mcp_servers
+    from . import json_out
+
+    plan = import_mcp_servers(
+        args.servers,
+        args.out,
+        group=args.group,
+        write_group=args.write_group,
+        prefix=args.prefix,
+        timeout=args.timeout,
+        dry_run=args.dry_run,
+    )
+    if args.format == "json":
+        return _print([json_out.dumps(json_out.servers_import(plan, dry_run=args.dry_run))])
     return _print(plan.report(dry_run=args.dry_run))
 
 
@@ -225,6 +283,9 @@ def cmd_import_json(args: argparse.Namespace) -> int:
         write_group=args.write_group,
         prefix=args.prefix,
         dry_run=args.dry_run,
+        server_description=args.server_description,
+        server_title=args.server_title,
+        server_card=args.server_card,
     )
     if args.format == "json":
         return _print([json_out.dumps(json_out.tool_import("json", plan, dry_run=args.dry_run))])

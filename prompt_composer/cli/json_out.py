@@ -7,28 +7,33 @@ Keys are only ever added: a script may rely on every key here (``tests/cli/test_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core.registry import Registry
-from ..errors import LoadError
+from ..errors import LoadError, Problem
 from ..importers import ImportPlan, RooModesPlan
 from ..importers.folder import STATE_FILE
+
+if TYPE_CHECKING:
+    from ..importers.servers_file import ServersPlan
 
 
 def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def validate_ok(registry: Registry) -> dict[str, Any]:
+def validate_ok(registry: Registry, warnings: Sequence[Problem] = ()) -> dict[str, Any]:
     return {
         "command": "validate",
         "ok": True,
         "tools": len(registry.tools),
         "modes": len(registry.modes),
+        "servers": len(registry.servers),
         "quarantined": sorted(name for name, doc in registry.tools.items() if doc.quarantined),
         "fingerprint": registry.fingerprint,
         "problems": [],
+        "warnings": [{"path": str(w.path), "line": w.line, "message": w.message} for w in warnings],
     }
 
 
@@ -100,6 +105,36 @@ def tool_import(kind: str, plan: ImportPlan, *, dry_run: bool) -> dict[str, Any]
             for change in plan.changes
         ],
         "vanished": list(plan.vanished),
+        "card": _card(plan),
+        "files": _written(plan.files),
+        "report": plan.report(dry_run=dry_run),
+    }
+
+
+def _card(plan: ImportPlan) -> dict[str, Any] | None:
+    """What an import did to its server's card (``None``: the import carried none)."""
+    if plan.card is None:
+        return None
+    card = plan.card.card
+    return {
+        "path": plan.card.path,
+        "action": plan.card.action,
+        "source": card.source,
+        "title": card.title,
+        "description": card.description,
+        "instructions": bool(card.instructions),
+        "notes": list(plan.card.notes),
+    }
+
+
+def servers_import(plan: ServersPlan, *, dry_run: bool) -> dict[str, Any]:
+    """``import mcp --servers FILE``: each server's import (as ``import mcp`` reports one), and the files written."""
+    return {
+        "command": "import mcp",
+        "dry_run": dry_run,
+        "out": str(plan.out),
+        "servers_file": str(plan.source),
+        "servers": [{"name": name, **tool_import("mcp", one, dry_run=dry_run)} for name, _spec, one in plan.plans],
         "files": _written(plan.files),
         "report": plan.report(dry_run=dry_run),
     }

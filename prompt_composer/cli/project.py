@@ -97,7 +97,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from .init_output import cmd_add_mode, existing_table, print_settings
+    from .init_output import cmd_add_mode, existing_table, print_import_hint, print_settings
 
     if args.add_mode is not None:
         return cmd_add_mode(args)
@@ -111,6 +111,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         return 2
     if code == 0:
         print_settings(target, STARTER_MODE, table=table)
+        print_import_hint(target)
     return code
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LoadError, UnknownToolError
 from ..shared.text import plural, shown
 from ._common import add_mode_option, checked_mode, composer_of, registry_of, warn_over_budget
+from .lint_layers import add_semantic_option, semantic_layer
 
 if TYPE_CHECKING:
     from ..core.audit import ModeAudit
@@ -90,10 +91,12 @@ def register(sub: Any) -> None:
         default=QUARANTINE_SEVERITY,
         help=f"with --security: the least severity that fails (default {QUARANTINE_SEVERITY}, what imports quarantine)",
     )
+    add_semantic_option(p)
     p.set_defaults(handler=cmd_audit)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..core.cards import unused_cards
     from ..core.mentions import mention_problems
     from ..core.registry import modes_folder_problem
     from . import json_out
@@ -111,9 +114,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         print(json_out.dumps(json_out.validate_failed(exc)))  # the problems as data too, for a CI step
         return 2
+    warnings = unused_cards(registry)  # loads, but says nothing the registry uses
     if args.format == "json":
-        print(json_out.dumps(json_out.validate_ok(registry)))
+        print(json_out.dumps(json_out.validate_ok(registry, warnings)))
         return 0
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     counts = f"{plural(len(registry.tools), 'tool')}, {plural(len(registry.modes), 'mode')}"
     held = sum(1 for doc in registry.tools.values() if doc.quarantined)
     if held:
@@ -303,7 +309,7 @@ def cmd_audit_security(args: argparse.Namespace) -> int:
     from ..safety.ci_formats import to_github, to_sarif_json
     from ..safety.lint import scan_registry
 
-    report = scan_registry(registry_of(args))
+    report = scan_registry(registry_of(args), semantic=semantic_layer(args.semantic))
     if args.format == "json":
         print(report.to_json(args.fail_on))
     elif args.format == "sarif":

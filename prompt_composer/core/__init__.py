@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         fetch_tool_definition,
         tool_search_definition,
     )
+    from .cards import ServerCard
     from .composer import Composer
     from .docs import GroupDoc, Origin, ToolDoc
     from .fetch import FetchResult, handle_fetch
@@ -55,6 +56,7 @@ __all__ = [
     "RedisSessionStore",
     "Registry",
     "Reload",
+    "ServerCard",
     "SessionData",
     "SessionStore",
     "SystemInfo",

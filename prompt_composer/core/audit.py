@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, get_args
 
 from ..shared.text import table
+from .cards import card_stem, servers_without_cards
 from .composer import Composer
 from .docs import ToolDoc, count_words
 from .mentions import foreign_mentions
@@ -84,6 +85,9 @@ class AuditReport:
     modes: tuple[ModeAudit, ...]
     tools: tuple[ToolAudit, ...]
     warnings: tuple[str, ...] = field(default=())
+    # Servers with imported tools and no card (servers/<server>.yaml): nothing tells search what they are for.
+    retrieval_risks: tuple[str, ...] = field(default=())
+    drafted_cards: tuple[str, ...] = field(default=())  # cards drafted from tool names, for a person to review
 
     @property
     def over_budget(self) -> tuple[ModeAudit, ...]:
@@ -106,6 +110,8 @@ class AuditReport:
             "tools": [t.as_dict() for t in self.tools],
             "drafted_briefs": [t.name for t in self.tools if t.brief_source == "drafted"],
             "warnings": list(self.warnings),
+            "retrieval_risks": list(self.retrieval_risks),
+            "drafted_cards": list(self.drafted_cards),
         }
 
     def to_json(self) -> str:
@@ -197,7 +203,17 @@ def run_audit(composer: Composer) -> AuditReport:
         if mentioned:
             warnings.append(f"{name}: brief names parameters ({', '.join(mentioned)}); keep those for the full form")
     warnings += [mention for mode in modes for mention in mode.foreign_mentions]
-    return AuditReport(registry.fingerprint, modes, tuple(tool_audits.values()), tuple(warnings))
+    risks = []
+    for server, names in sorted(servers_without_cards(registry).items()):
+        shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        risks.append(
+            f"retrieval risk: server {server!r} ({len(names)} tool(s): {shown}) has no card: nothing tells search or "
+            f"the model what it is for; add servers/{card_stem(server)}.yaml, or import it again (an import writes one)"
+        )
+    drafted = tuple(name for name, card in registry.servers.items() if card.source == "drafted")
+    return AuditReport(
+        registry.fingerprint, modes, tuple(tool_audits.values()), (*warnings, *risks), tuple(risks), drafted
+    )
 
 
 # --- rendering -------------------------------------------------------------------------------------------

@@ -467,14 +467,14 @@ class Composer:
         tool in ``briefs`` is listed with its whole brief instead of a short summary)."""
         if tiers is None or tiers.stubs:  # stubs are in the tool list: no catalog in the system prompt
             return {"tiered": False, "catalog_groups": [], "name_groups": [], "unlisted_total": 0}
-        docs = self.registry.tools
+        docs, cards = self.registry.tools, self.registry.servers
         return {
             "tiered": True,
             "catalog_groups": [
                 (group, [(n, docs[n].brief if n in briefs else summary(docs[n])) for n in names])
-                for group, names in grouped(tiers.catalog, docs)
+                for group, names in grouped(tiers.catalog, docs, cards)
             ],
-            "name_groups": grouped(tiers.names, docs),
+            "name_groups": grouped(tiers.names, docs, cards),
             "unlisted_total": len(tiers.catalog) + len(tiers.names),
         }
 

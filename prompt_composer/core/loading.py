@@ -8,8 +8,8 @@ again instead of calling it. These answers do the right thing whatever it does, 
   the tool list from the next request on).
 - :func:`check_unseen`: a call to a tool whose schema the model has not seen is not run when it cannot be right.
   A catalog or name tool that is not loaded is loaded, and the call answered with its documentation and a request
-  to call again; so is a stub whose text the task has not shown; a brief tool called with arguments that fail its
-  schema gets the same answer, once per task.
+  to call again (so is a tool a discovery mode's preselection shortlisted); so is a stub whose text the task has not
+  shown; a brief tool called with arguments that fail its schema gets the same answer, once per task.
   What the model now has seen is remembered (:meth:`TaskSession.mark_expanded`), so each text goes out once.
 """
 
@@ -84,7 +84,12 @@ def check_unseen(
             f"Error: you have not seen {name}'s parameters yet, so nothing was run. Call {name} again with arguments "
             f"that match its schema:\n\n{fetch_tool_doc(doc)}"
         )
-    if name in prompt.hidden() and name not in seen and name not in session.discovered(mode):
+    # A discovery mode lists only what searches found; a tool its preselection only named (the shortlist) is called
+    # the way a catalog tool is: loaded, and answered with its documentation.
+    shortlisted = (
+        prompt.discovery and name not in prompt.full and name not in prompt.brief and name in session.shortlisted()
+    )
+    if (name in prompt.hidden() or shortlisted) and name not in seen and name not in session.discovered(mode):
         session.discover([name])
         session.mark_expanded(name)
         return (

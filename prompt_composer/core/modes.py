@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pydantic import RootModel
 
 ToolStyle = Literal["native", "text"]
+SHORTLIST = 5  # PreselectConfig.shortlist's default (see there)
 PromotionPolicy = Literal["every_turn", "task_start", "inline"]
 
 
@@ -79,6 +80,9 @@ class PreselectConfig(BaseModel):
     # floor above 0.3 starts dropping right tools.
     k: StrictInt = Field(default=3, ge=1, le=20)
     min_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
+    # After the loaded tools, the next ``shortlist`` of the ranking are named in the note with a short summary,
+    # callable but not loaded (0: none). Default chosen on the tuning half of the large tasks (docs/tool-choice.md).
+    shortlist: StrictInt = Field(default=SHORTLIST, ge=0, le=20)
 
 
 class TierConfig(BaseModel):

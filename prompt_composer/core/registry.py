@@ -16,6 +16,7 @@ from ..shared.journal_state import journal_problems
 from ..shared.model_records import dumps
 from ..shared.yamlcache import YamlCache
 from ..shared.yamlfile import ValidatedModels, YamlReader, line_of, read_yaml, yaml_files
+from .cards import SERVERS_FOLDER, ServerCard, card_of, load_card_file
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
@@ -43,6 +44,8 @@ class Registry:
     root: Path | None = None
     # Optional workflow guidance per tool group (``groups/<group>.yaml``); a folder without it has none.
     groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
+    # Optional: what each MCP server the tools came from is for (``servers/<server>.yaml``), by server name.
+    servers: Mapping[str, ServerCard] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         # resolve_mode never allows a quarantined tool; a Mode built by hand (or swapped in) must not either.
@@ -61,6 +64,7 @@ class Registry:
         *,
         root: Path | None = None,
         groups: Iterable[GroupDoc] = (),
+        servers: Iterable[ServerCard] = (),
     ) -> Registry:
         """Build a registry from models in memory (raises :class:`LoadError` like loading does)."""
         by_name: dict[str, ToolDoc] = {}
@@ -82,9 +86,14 @@ class Registry:
             if group.name in group_docs:
                 problems.append(Problem(Path(f"<group {group.name}>"), 1, f"duplicate group {group.name!r}"))
             group_docs[group.name] = group
+        cards: dict[str, ServerCard] = {}
+        for card in servers:
+            if card.name in cards:
+                problems.append(Problem(Path(f"<server {card.name}>"), 1, f"duplicate server card {card.name!r}"))
+            cards[card.name] = card
         if problems:
             raise LoadError(problems)
-        return cls._build(by_name, resolved, root, group_docs)
+        return cls._build(by_name, resolved, root, group_docs, cards)
 
     @classmethod
     def _build(
@@ -93,40 +102,24 @@ class Registry:
         modes: dict[str, Mode],
         root: Path | None,
         groups: dict[str, GroupDoc] | None = None,
+        servers: dict[str, ServerCard] | None = None,
         fingerprint: str | None = None,
     ) -> Registry:
         """``fingerprint``: what computing it from these very models gave before (see :func:`_load`)."""
         tools = dict(sorted(tools.items()))
         modes = dict(sorted(modes.items()))
         groups = dict(sorted((groups or {}).items()))
-        if fingerprint is not None:
-            return cls(MappingProxyType(tools), MappingProxyType(modes), fingerprint, root, MappingProxyType(groups))
-        # The fingerprint hashes each model as model_dump(mode="json") writes it. `dumps` writes the same without
-        # pydantic's serializer, which a registry rebuilt from the cache's records would have to build first.
-        payload: dict[str, Any] = {
-            # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
-            "tools": [
-                {name: getattr(doc, name) for name in type(doc).model_fields if name != "quarantine" or doc.quarantine}
-                for doc in tools.values()
-            ],
-            "modes": [mode.config for mode in modes.values()],
-        }
-        if groups:  # only when present, so folders without groups/ keep their fingerprint
-            payload["groups"] = list(groups.values())
-
-        def dumped() -> dict[str, Any]:
-            return {
-                "tools": [
-                    doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
-                    for doc in tools.values()
-                ],
-                "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
-                **({"groups": [group.model_dump(mode="json") for group in groups.values()]} if groups else {}),
-            }
-
-        text = dumps(payload, dumped, sort_keys=True, ensure_ascii=False)
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        return cls(MappingProxyType(tools), MappingProxyType(modes), digest[:16], root, MappingProxyType(groups))
+        servers = dict(sorted((servers or {}).items()))
+        if fingerprint is None:
+            fingerprint = _fingerprint(tools, modes, groups, servers)
+        return cls(
+            MappingProxyType(tools),
+            MappingProxyType(modes),
+            fingerprint,
+            root,
+            MappingProxyType(groups),
+            MappingProxyType(servers),
+        )
 
     def mode(self, slug: str) -> Mode:
         try:
@@ -140,12 +133,52 @@ class Registry:
         except KeyError:
             raise UnknownToolError(name, list(self.tools)) from None
 
+    def card_of(self, name: str) -> ServerCard | None:
+        """The card of the server the tool ``name`` was imported from, if it has one."""
+        doc = self.tools.get(name)
+        return card_of(doc, self.servers) if doc is not None else None
+
+
+def _fingerprint(
+    tools: dict[str, ToolDoc], modes: dict[str, Mode], groups: dict[str, GroupDoc], servers: dict[str, ServerCard]
+) -> str:
+    """The registry's fingerprint: a hash of each model as ``model_dump(mode="json")`` writes it. :func:`dumps` writes
+    the same without pydantic's serializer, which a registry rebuilt from the cache's records would have to build
+    first (``dumped`` is the serializer's own text, for what the two could write differently)."""
+    payload: dict[str, Any] = {
+        # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
+        "tools": [
+            {name: getattr(doc, name) for name in type(doc).model_fields if name != "quarantine" or doc.quarantine}
+            for doc in tools.values()
+        ],
+        "modes": [mode.config for mode in modes.values()],
+    }
+    if groups:  # only when present, so folders without groups/ keep their fingerprint
+        payload["groups"] = list(groups.values())
+    if servers:  # likewise: a folder without servers/ keeps its fingerprint
+        payload["servers"] = list(servers.values())
+
+    def dumped() -> dict[str, Any]:
+        return {
+            "tools": [
+                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                for doc in tools.values()
+            ],
+            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+            **({"groups": [group.model_dump(mode="json") for group in groups.values()]} if groups else {}),
+            **({"servers": [card.model_dump(mode="json") for card in servers.values()]} if servers else {}),
+        }
+
+    text = dumps(payload, dumped, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
 
 def load_registry(
     directory: str | Path | None = None, *, overlay: str | Path | None = None, cache: bool = True
 ) -> Registry:
-    """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes) and the optional
-    ``directory/groups/*.yaml`` (group workflows), all or nothing.
+    """Load ``directory/*.yaml`` (tools), ``directory/modes/*.yaml`` (modes), the optional
+    ``directory/groups/*.yaml`` (group workflows) and ``directory/servers/*.yaml`` (server cards, see
+    :mod:`~prompt_composer.core.cards`), all or nothing.
 
     ``overlay`` is a per-user file, ``{mode slug: {permanent: [...], recent_size: N}}``, whose values replace the
     mode files' (see :class:`~prompt_composer.modes.ModeOverlay`); its problems (an unknown mode, a permanent
@@ -239,15 +272,37 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlC
             if group.name in groups:
                 problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
             groups[group.name] = group
+    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read, models)
+    problems += server_problems
     if problems:
         raise LoadError(problems)
     if cache is None or overlay is not None:
-        return Registry._build(tools, modes, root, groups)
+        return Registry._build(tools, modes, root, groups, servers)
     known = cache.derived(_FINGERPRINT, _FINGERPRINT_CODE)
-    registry = Registry._build(tools, modes, root, groups, fingerprint=known)
+    registry = Registry._build(tools, modes, root, groups, servers, fingerprint=known)
     if known is None:
         cache.keep_derived(_FINGERPRINT, _FINGERPRINT_CODE, registry.fingerprint)
     return registry
+
+
+def _load_cards(
+    folder: Path, read: YamlReader, models: ValidatedModels | None
+) -> tuple[dict[str, ServerCard], list[Problem]]:
+    """The server cards of ``folder`` by name (each read with ``read`` and validated unless ``models`` holds it, so
+    cached like the other files), and their problems (a card no tool refers to is only a warning:
+    :func:`~prompt_composer.core.cards.unused_cards`)."""
+    problems: list[Problem] = []
+    if folder.exists() and not folder.is_dir():
+        return {}, [Problem(folder, 1, "servers is not a folder: server cards go in servers/<server>.yaml")]
+    cards: dict[str, ServerCard] = {}
+    for path in yaml_files(folder):
+        card, lines, card_problems = load_card_file(path, read=read, models=models)
+        problems += card_problems
+        if card is not None:
+            if card.name in cards:
+                problems.append(Problem(path, line_of(lines, ("name",)), f"duplicate server card {card.name!r}"))
+            cards[card.name] = card
+    return cards, problems
 
 
 def modes_folder_problem(root: Path) -> Problem | None:

@@ -93,6 +93,8 @@ class SessionData:
     pinned: dict[str, PinnedPrompt] = field(default_factory=dict)
     # Per user message (a digest of its text): the tools preselection chose for it, in the order it chose them.
     preselected: dict[str, list[str]] = field(default_factory=dict)
+    # Per user message: the tools its preselection named after those (the shortlist), callable but not loaded.
+    shortlisted: dict[str, list[str]] = field(default_factory=dict)
 
     # -- reads -----------------------------------------------------------------------------------------
 
@@ -148,13 +150,16 @@ class SessionData:
             self.pinned[key] = pinned
         return pinned
 
-    def preselect(self, key: str, tools: Iterable[str], limit: int) -> list[str] | None:
-        """Record what preselection chose for the message ``key`` and load it (see :meth:`discover`); ``None``
-        when the message was preselected already (the first record wins)."""
+    def preselect(self, key: str, tools: Iterable[str], limit: int, shortlist: Iterable[str] = ()) -> list[str] | None:
+        """Record what preselection chose for the message ``key`` and load it (see :meth:`discover`), and the
+        shortlist it named; ``None`` when the message was preselected already (the first record wins)."""
         if key in self.preselected:
             return None
         chosen = list(tools)
         self.preselected[key] = chosen
+        named = list(shortlist)
+        if named:
+            self.shortlisted[key] = named
         self.discover(chosen, limit)
         return chosen
 
@@ -164,6 +169,7 @@ class SessionData:
         self.expanded.clear()
         self.pinned.clear()
         self.preselected.clear()
+        self.shortlisted.clear()
 
     # -- (de)serialisation -----------------------------------------------------------------------------
 
@@ -174,6 +180,7 @@ class SessionData:
             list(self.expanded),
             dict(self.pinned),
             {key: list(tools) for key, tools in self.preselected.items()},
+            {key: list(tools) for key, tools in self.shortlisted.items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,6 +191,8 @@ class SessionData:
             "expanded": list(self.expanded),
             "pinned": {key: pin.to_dict() for key, pin in self.pinned.items()},
             "preselected": {key: list(tools) for key, tools in self.preselected.items()},
+            # Only when there is one, so data of tasks without a shortlist reads as before.
+            **({"shortlisted": {k: list(tools) for k, tools in self.shortlisted.items()}} if self.shortlisted else {}),
         }
 
     @classmethod
@@ -202,6 +211,7 @@ class SessionData:
             list(_strings(value.get("expanded", []), "expanded")),
             {key: PinnedPrompt.from_dict(pin) for key, pin in pinned.items()},
             _preselected(value.get("preselected", {})),
+            _preselected(value.get("shortlisted", {})),
         )
 
 
@@ -312,15 +322,24 @@ class TaskSession:
         """Active discovered tools in discovery order; with ``mode``, only those it allows."""
         return self._read("discovered", lambda data: data.discovered_in(mode))
 
-    def preselect(self, key: str, tools: Iterable[str]) -> list[str] | None:
+    def preselect(self, key: str, tools: Iterable[str], shortlist: Iterable[str] = ()) -> list[str] | None:
         """Record, once per user message (``key``), the tools preselection chose for it, and load them for the
-        task; ``None`` when that message was preselected already (so a retried request does not search again)."""
-        names = tuple(tools)
-        return self._update("preselect", lambda data: data.preselect(key, names, self.discovery_limit))
+        task, and the ``shortlist`` it named beside them (callable, not loaded); ``None`` when that message was
+        preselected already (so a retried request does not search again)."""
+        names, named = tuple(tools), tuple(shortlist)
+        return self._update("preselect", lambda data: data.preselect(key, names, self.discovery_limit, named))
 
     def preselections(self) -> dict[str, tuple[str, ...]]:
         """Every user message's preselection so far (message key → tools)."""
         return self._read("preselections", lambda data: {k: tuple(v) for k, v in data.preselected.items()})
+
+    def shortlists(self) -> dict[str, tuple[str, ...]]:
+        """Every user message's shortlist so far (message key → tools named, not loaded)."""
+        return self._read("shortlists", lambda data: {k: tuple(v) for k, v in data.shortlisted.items()})
+
+    def shortlisted(self) -> frozenset[str]:
+        """Every tool a shortlist of the task named (a call of one not yet loaded is answered with its text)."""
+        return self._read("shortlisted", lambda data: frozenset(t for v in data.shortlisted.values() for t in v))
 
     def snapshot(self) -> SessionData:
         """A copy of the task's whole state, read at once."""

@@ -4,7 +4,8 @@ A mode with ``tiers:`` keeps its permanent tools in full and sorts the rest into
 
 - **brief**: a native definition with the brief and a schema without prose (callable at once);
 - **catalog**: one line in the system prompt, the name and a summary of at most :data:`SUMMARY_WORDS` words,
-  grouped by server (imported tools) or group; no definition, so not callable until loaded;
+  grouped by server (imported tools; headed by the server's card when it has one) or group; no definition, so not
+  callable until loaded;
 - **name**: the name alone, grouped the same way, for when even the lines do not fit.
 
 The tools stay brief while the permanent definitions, the built-in tools and every brief fit the share; past it,
@@ -30,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .cards import ServerCard, card_of
 from .docs import ToolDoc
 from .modes import Mode, TierConfig
 
@@ -75,13 +77,13 @@ class Tiers:
         return self.stubs and name in self._unlisted
 
 
-def summary(doc: ToolDoc) -> str:
-    """The brief's first sentence, cut to :data:`SUMMARY_WORDS` words (with "…" when cut)."""
+def summary(doc: ToolDoc, words: int = SUMMARY_WORDS) -> str:
+    """The brief's first sentence, cut to ``words`` words (with "…" when cut)."""
     first = _SENTENCE_END.split(doc.brief.strip(), maxsplit=1)[0].strip()
-    words = first.split()
-    if len(words) <= SUMMARY_WORDS:
+    parts = first.split()
+    if len(parts) <= words:
         return first
-    return " ".join(words[:SUMMARY_WORDS]).rstrip(",;:") + "…"
+    return " ".join(parts[:words]).rstrip(",;:") + "…"
 
 
 def catalog_group(doc: ToolDoc) -> str:
@@ -93,11 +95,16 @@ def catalog_line(doc: ToolDoc) -> str:
     return f"- {doc.name}: {summary(doc)}"
 
 
-def grouped(names: Sequence[str], docs: Mapping[str, ToolDoc]) -> list[tuple[str, list[str]]]:
-    """``names`` grouped by :func:`catalog_group`, groups in order of first appearance, names in given order."""
+def grouped(
+    names: Sequence[str], docs: Mapping[str, ToolDoc], cards: Mapping[str, ServerCard] | None = None
+) -> list[tuple[str, list[str]]]:
+    """``names`` grouped by :func:`catalog_group`, groups in order of first appearance, names in given order. With
+    ``cards``, a server that has one is headed by its title and the first sentence of its description
+    (:meth:`~.cards.ServerCard.heading`): the line that tells a model what the server is for."""
     out: dict[str, list[str]] = {}
     for name in names:
-        out.setdefault(catalog_group(docs[name]), []).append(name)
+        card = card_of(docs[name], cards) if cards else None
+        out.setdefault(card.heading() if card is not None else catalog_group(docs[name]), []).append(name)
     return list(out.items())
 
 

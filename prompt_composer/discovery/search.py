@@ -37,7 +37,7 @@ from .needs import decompose
 from .phrasings import Phrasings
 from .results import STRATEGIES, Hit, Miss, SearchResult, SearchStrategy, Selection, Strategy
 from .semantic import ToolVectors, batch_query_vectors, for_embedding, query_vector
-from .servers import SERVER_WEIGHT, ServerIndex, lift_by_server
+from .servers import SERVER_WEIGHT, CardIndex, ServerIndex, add_card_shares, lift_by_server
 
 if TYPE_CHECKING:
     from ..core.registry import Registry
@@ -48,6 +48,12 @@ log = logging.getLogger(__name__)
 # The field a tool's document gains at load (:mod:`.expand`: its name as a phrase, its request verbs): its BM25F
 # weight. Tuned on the tuning half of the large tasks (docs/benchmarks.md, "Retrieval on the large catalog").
 EXPANDED_WEIGHT = 1.0
+# A tool's server card (:mod:`prompt_composer.core.cards`: what its server is for) adds to the tool's score its BM25
+# share of the best card (times this, on the lexical part's scale) and its z-scored cosine (times this, on the
+# semantic part's). Chosen on the tuning half of the large tasks (docs/benchmarks.md, "Server cards and the
+# shortlist").
+CARD_WEIGHT = 1.0
+CARD_SEMANTIC_WEIGHT = 0.45
 # Hybrid scores are a convex combination of the normalised BM25 score (share of the top one) and the normalised
 # cosine (z-score over the mode's tools, as a share of the top one); tuned on held-out queries, where it beat
 # reciprocal-rank fusion (benchmarks/bench_search.py).
@@ -97,6 +103,7 @@ class _Scored:
     scores: dict[str, float]
     similarity: dict[str, float]
     evidence: dict[str, float]
+    terms: Counter[str]  # the text's lexical terms
 
 
 class ToolSearch:
@@ -128,16 +135,24 @@ class ToolSearch:
         decompose: bool = True,
         server_weight: float = SERVER_WEIGHT,
         expanded_weight: float = EXPANDED_WEIGHT,
+        card_weight: float = CARD_WEIGHT,
+        card_semantic_weight: float = CARD_SEMANTIC_WEIGHT,
         index_cache: bool = True,
     ) -> None:
         self.registry = registry
         self.decompose = decompose
         self.server_weight = server_weight
+        # A drafted card only repeats its tools' names, which the index holds already: on the tuning half of the
+        # large tasks reading them cost (MRR 0.701 -> 0.647), so search reads the cards a server or a person wrote.
+        self.cards = {name: card for name, card in registry.servers.items() if card.source != "drafted"}
+        self.card_semantic_weight = card_semantic_weight if self.cards else 0.0
+        self.card_weight = card_weight if self.cards else 0.0
         self._weights = {**weights, "expanded": (expanded_weight, 0.3)} if expanded_weight > 0 else weights
         # One lexical index per set of allowed tools: a mode's idf and length norms come from its own tools only,
         # so tools outside the mode (another team's server) cannot shift its ranking.
         self._lexical: dict[frozenset[str], LexicalIndex] = {}
         self._servers: dict[frozenset[str], ServerIndex] = {}
+        self._cards: dict[frozenset[str], CardIndex] = {}
         self.phrasings = Phrasings(phrasings or {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
@@ -220,7 +235,13 @@ class ToolSearch:
             raise RuntimeError(self.unavailable_warning())
         with self._lock:
             if self._vectors is None:
-                self._vectors = ToolVectors(self.registry.tools, self.phrasings, embedder, self.cache_file)
+                self._vectors = ToolVectors(
+                    self.registry.tools,
+                    self.phrasings,
+                    embedder,
+                    self.cache_file,
+                    cards=self.cards if self.card_semantic_weight > 0 else None,
+                )
             return self._vectors
 
     def lexical_for(self, mode: Mode) -> LexicalIndex:
@@ -241,13 +262,24 @@ class ToolSearch:
                 index = self._lexical.setdefault(key, index)
         return index
 
+    def cards_for(self, mode: Mode) -> CardIndex:
+        """The index of the server cards of the tools ``mode`` allows (built on first use, then shared)."""
+        key = frozenset(mode.allowed)
+        index = self._cards.get(key)
+        if index is None:
+            tools = self.registry.tools
+            index = CardIndex((tools[n] for n in tools if n in key), self.cards)
+            with self._lock:
+                index = self._cards.setdefault(key, index)
+        return index
+
     def servers_for(self, mode: Mode) -> ServerIndex:
         """The server index over the tools ``mode`` allows (built on first use, then shared)."""
         key = frozenset(mode.allowed)
         index = self._servers.get(key)
         if index is None:
             tools = self.registry.tools
-            index = ServerIndex((tools[n] for n in tools if n in key), self.registry.groups)
+            index = ServerIndex((tools[n] for n in tools if n in key), self.registry.groups, self.cards)
             with self._lock:
                 index = self._servers.setdefault(key, index)
         return index
@@ -273,7 +305,7 @@ class ToolSearch:
             self._add_learned_lexical(terms, allows, scores, evidence)
         if used != "keyword":
             self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
-        return _Scored(scores, similarity, evidence)
+        return _Scored(scores, similarity, evidence, terms)
 
     def _add_lexical(
         self,
@@ -346,6 +378,17 @@ class ToolSearch:
             name = names[i]
             scores[name] = scores.get(name, 0.0) + float(scaled[i])
             similarity[name] = max(similarity.get(name, 0.0), float(sims[i]))
+        if vectors.cards is not None and top_z > 0:
+            # The query's closeness to each tool's server card, z-scored over the mode's tools that have one, adds
+            # to the score on the same scale as the tool's own; the tool's similarity (the floor, the relevance band,
+            # the miss model) stays its own.
+            carded = mask & vectors.carded
+            card_sims = (vectors.cards @ q).astype(np.float64)
+            spread = float(card_sims[carded].std()) if carded.any() else 0.0
+            if spread > 0:
+                card_z = (card_sims - card_sims[carded].mean()) / spread
+                for i in np.flatnonzero(carded):
+                    scores[names[i]] += self.card_semantic_weight * float(card_z[i]) * weight / top_z
         nearest = vectors.nearest_learned(q)  # the nearest past request of each tool
         if nearest is not None:
             lift = np.clip((nearest - LEARNED_COSINE_FLOOR) / (1.0 - LEARNED_COSINE_FLOOR), 0.0, None)
@@ -362,6 +405,16 @@ class ToolSearch:
         """The full ranking (names, best first) and the result summary, for evaluation."""
         result, ranked = self._search(query, mode, strategy, limit=None)
         return [name for name, _score, _sim in ranked], result
+
+    def search_ranked(
+        self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None
+    ) -> tuple[SearchResult, list[str]]:
+        """:meth:`search`, and the full ranking of the mode's tools it was cut from (names, best first), from one
+        search."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        result, ranked = self._search(query, mode, strategy, limit=limit)
+        return result, [name for name, _score, _sim in ranked]
 
     def search(self, query: str, mode: Mode, *, limit: int = 5, strategy: SearchStrategy | None = None) -> SearchResult:
         """The ``limit`` best tools of ``mode`` for ``query``; on a weak match, an explained miss instead.
@@ -411,9 +464,14 @@ class ToolSearch:
         lexical = self.lexical_for(mode)
         texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in (query, *needs)]
         scores, similarity = _merge_needs(texts[0], texts[1:])
+        terms = texts[0].terms
+        if self.card_weight > 0 and terms:
+            cards = self.cards_for(mode)
+            scale = 1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT
+            add_card_shares(scores, cards.shares(terms), cards.tools, self.card_weight * scale)
         if self.server_weight > 0:
             servers = self.servers_for(mode)
-            shares = servers.shares(lexical.query_terms(query))
+            shares = servers.shares(terms)
             lift_by_server(scores, shares, servers.server.__getitem__, self.server_weight)
         self._lend_co_use(scores, allows)
         confidence = round(max(self.confidence(s.evidence, used) for s in texts), 4)

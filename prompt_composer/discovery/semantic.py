@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.cards import ServerCard, card_of
 from ..core.docs import ToolDoc
 from .lexical import doc_fields
 from .tokenize import split_identifier
@@ -127,10 +128,20 @@ class ToolVectors:
     - ``phrases`` and ``phrase_pairs``: one row per distinct learned request, and (request rows, tool positions):
       who used each request; ``None`` without learned phrasings.
     - ``small_talk``: the vectors of :data:`_SMALL_TALK`, a mode's baseline cosine.
+
+    - ``cards``: per tool, the vector of its server's card text (``cards``; one per server, embedded once), zero
+      for a tool without one; ``None`` without cards. Search adds a query's closeness to a tool's card to the
+      tool's score, apart from the tool's own similarity (see :meth:`card_sims`).
     """
 
     def __init__(
-        self, tools: Mapping[str, ToolDoc], phrasings: Phrasings, embedder: Embedder, cache_file: Path | None
+        self,
+        tools: Mapping[str, ToolDoc],
+        phrasings: Phrasings,
+        embedder: Embedder,
+        cache_file: Path | None,
+        *,
+        cards: Mapping[str, ServerCard] | None = None,
     ) -> None:
         import numpy as np
 
@@ -139,7 +150,9 @@ class ToolVectors:
         cache = EmbeddingCache(embedder, cache_file)
         keys, keyed = _tool_texts(tools)
         learned = {f"learned/{i}": for_embedding(text) for i, text in enumerate(phrasings.texts)}
-        vectors = cache.embed({**keyed, **learned})
+        owners = {name: card_of(doc, cards) for name, doc in tools.items()} if cards else {}
+        card_texts = {f"card/{card.name}": card.search_text for card in owners.values() if card is not None}
+        vectors = cache.embed({**keyed, **learned, **card_texts})
         self.small_talk: Any = np.stack(cache.embed_queries(_SMALL_TALK)).astype(np.float32)
         try:
             cache.save()
@@ -161,6 +174,15 @@ class ToolVectors:
                 np.array([t for _r, t in pairs], dtype=np.int64),
             )
         self.tools: Any = matrix.astype(np.float32)
+        self.cards: Any = None
+        self.carded: Any = None
+        if card_texts and keys:
+            rows = [owners.get(name) for name in tools]
+            zero = np.zeros(matrix.shape[1], dtype=np.float32)
+            self.cards = np.stack([np.asarray(vectors[f"card/{c.name}"]) if c else zero for c in rows]).astype(
+                np.float32
+            )
+            self.carded = np.array([c is not None for c in rows], dtype=bool)
         self._lines: dict[bytes, float] = {}  # allowed-tool mask -> small-talk line
 
     def small_talk_line(self, mask: Any) -> float:

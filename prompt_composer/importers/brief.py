@@ -7,13 +7,14 @@ the upstream's orders to the model; the importer marks it ``brief_source: drafte
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..core.docs import BRIEF_MAX_WORDS
 from ..safety.lint import scan_text
 from ..safety.markup import clean_prose
 from ..safety.rules import QUARANTINE_SEVERITY, at_least
-from .prose import LEAD_IN, LIST_ITEM, base_verb, lead_prose, name_words, sentences
+from .prose import LIST_ITEM, base_verb, lead_prose, name_words, sentences, word_set
 from .tool_list import UpstreamTool
 
 _BOLD = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
@@ -55,14 +56,23 @@ _SHOUT = re.compile(
 )
 
 
-def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str] = ()) -> str:
+def draft_brief(
+    tool: UpstreamTool,
+    *,
+    server: str = "",
+    siblings: Iterable[str] = (),
+    server_tools: Sequence[UpstreamTool] | ServerShape = (),
+) -> str:
     """A brief drafted from the description: what the tool does and when to use it, ≤ 60 words.
 
     From the opening prose (up to the first heading, parameter list or example) it keeps up to two sentences
     saying what the tool does and the first sentence saying when to use it ("Use this tool when …", "Great
     for …"), wherever it stands; sentences naming parameters, giving formats or rules, or addressing the model
-    are left to the full form. Without a when-sentence it takes one from a "When to use this tool:" list, or
-    derives a plain one from the first sentence's verb or the tool's name (:func:`_derived_use`).
+    are left to the full form. Without a when-sentence it takes one from a "When to use this tool:" list, or one
+    that tells the tool from its siblings (``server_tools``: the tools of its server, or their
+    :class:`ServerShape`, made once for a whole server) by what it needs (:func:`_distinguishing_use`), or
+    stops at what it does. A when-sentence that only says again what the sentences before it say ("Star a
+    repository. Use it when you need to star a repository.") is never kept (:func:`repeats`).
 
     An upstream's orders to the model are not carried over: markup that hides text (comments, ``<IMPORTANT>``
     blocks with their content, hidden elements) and invisible characters are stripped first, and every
@@ -77,6 +87,9 @@ def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str]
     plain = [s for s in unflagged if not _speaks_to_model(s)]  # the lint has passed these already
     kept = [s for s in plain if not _mentions_parameter(s, parameters) and not _is_detail(s, siblings)] or plain[:1]
     usage = next((s for s in kept if _USAGE.search(s)), None)
+    if usage is not None and repeats(usage, [s for s in kept if s is not usage and not _USAGE.search(s)][:2]):
+        kept.remove(usage)  # "Lists issues. Use it to list issues.": the first sentence said it
+        usage = None
     chosen = _chosen(kept, usage)
     brief = _BOLD.sub(r"\1", " ".join(_terminated(s) for s in chosen)).replace("`", "").strip()
     label = clean_prose(tool.title or "") or tool.name
@@ -90,8 +103,10 @@ def draft_brief(tool: UpstreamTool, *, server: str = "", siblings: Iterable[str]
         brief = " ".join(brief.split()[:_BRIEF_TARGET_WORDS]).rstrip(",;:") + " …"
     brief = _terminated(brief)
     if usage is None and not re.search(r"\bdeprecated\b", brief, re.IGNORECASE) and _mostly_latin(brief):
-        when = _usage_list(description, siblings) or _derived_use(tool, chosen[0] if chosen else "", label, server)
-        if when and len(brief.split()) + len(when.split()) <= BRIEF_MAX_WORDS:
+        shape = server_tools if isinstance(server_tools, ServerShape) else ServerShape(server_tools)
+        when = _usage_list(description, siblings) or _distinguishing_use(tool, shape)
+        fits = when is not None and len(brief.split()) + len(when.split()) <= BRIEF_MAX_WORDS
+        if when is not None and fits and not repeats(when, sentences(brief)):
             brief = f"{brief} {when}"
     return brief
 
@@ -206,58 +221,102 @@ def _usage_items(lines: Sequence[str], siblings: Sequence[str]) -> list[str]:
     return items
 
 
-# "Shows the commit logs" → "Use it when you need the commit logs"; "Records changes" → "… to record changes".
-_WANTS_OBJECT = frozenset({"get", "show", "display", "return", "retrieve", "view", "provide"})
-# Where the object of the first sentence's verb ends: a clause, an aside, an example (list commas stay).
-_OBJECT_END = re.compile(
-    r"[;:]|\s\(|\s[-–—]\s|\.(?:\s|$)"
-    r"|,\s+(?:or|which|allowing|including|so|but|while|where|returning|using|then|if|depending|e\.g|i\.e)\b",
-    re.IGNORECASE,
+# --- does a sentence say anything new ---------------------------------------------------------------------------
+
+# Words that carry no content in a when-sentence: "Use it when you need to …", articles, pronouns, prepositions.
+_FILLER = word_set(
+    """use it this tool when whenever you your need needs want wants to the a an of in on for and or from with by
+    at as be is are can will that which any all its into about via"""
 )
-_OBJECT_MAX_WORDS = 12
-_DANGLING = re.compile(r"(?:\s+(?:including|such\s+as|like|and|or))+$", re.IGNORECASE)  # a list cut off
-_RELATIVE = frozenset({"that", "which", "who", "where", "when", "if", "while", "so"})
+_WORD = re.compile(r"[a-z0-9]+")
 
 
-def _verb_phrase(words: Sequence[str], inflected: bool) -> str:
-    """``words`` after the main verb, with verbs coordinated to it ("… and optionally extracts …") in its base form
-    when it was inflected ("Fetches" → "fetch"), up to a relative clause, whose verbs keep their form."""
-    out: list[str] = []
-    coordinated = False
-    for word in words:
-        lower = word.lower()
-        if lower in _RELATIVE:
-            inflected = False
-        base = base_verb(word) if inflected and coordinated else None
-        out.append(base if base is not None and base != lower else word)
-        if lower in ("and", "or"):
-            coordinated = True
-        elif not re.fullmatch(r"[a-z]+ly", lower):
-            coordinated = False
-    return " ".join(out)
-
-
-def _derived_use(tool: UpstreamTool, first: str, label: str, server: str) -> str:
-    """A plain "Use it when …" sentence from the first sentence's verb and object, else from the tool's name."""
-    text = _BOLD.sub(r"\1", first).replace("`", "").strip()
-    text = LEAD_IN.sub("", re.sub(r"^[^|]{1,30}\|\s*", "", text))  # "Notion | Delete a block"
-    words = text.split()
-    while words and re.fullmatch(r"[A-Za-z]+ly", words[0]):  # "Recursively search …"
-        words = words[1:]
-    verb = base_verb(words[0]) if words else None
+def _stem(word: str) -> str:
+    """A word's base for comparing sentences: a known verb's base form ("Shows" → "show"), else without a plural
+    ending ("entities" → "entity", "branches" → "branch", "logs" → "log")."""
+    verb = base_verb(word)
     if verb is not None:
-        rest = _OBJECT_END.split(" ".join(words[1:]), maxsplit=1)[0].strip().rstrip(".,")
-        rest = _DANGLING.sub("", rest)  # "… a file or directory including" (the list followed)
-        parameters = tuple(tool.input_schema.get("properties", {}))
-        if rest and len(rest.split()) <= _OBJECT_MAX_WORDS and not _mentions_parameter(rest, parameters):
-            if verb in _WANTS_OBJECT:
-                return f"Use it when you need {rest}."
-            phrase = _verb_phrase(rest.split(), inflected=words[0].lower() != verb)
-            return f"Use it when you need to {verb} {phrase}."
-    named = name_words(tool.name)
-    while named and base_verb(named[0]) is None:  # "browser_stop_recording", "API-delete-a-block"
-        named = named[1:]
-    if len(named) > 1:
-        return f"Use it when you need to {' '.join(named)}."
-    where = f" of the {server} server" if server else ""
-    return f"Use it when you need the {label} tool{where}."
+        return verb
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that say something (see ``_FILLER``), stemmed (see :func:`_stem`)."""
+    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _FILLER)
+
+
+def repeats(sentence: str, before: Sequence[str]) -> bool:
+    """Whether ``sentence`` says nothing ``before`` does not: every word of content it has is in them."""
+    return content_words(sentence) <= content_words(" ".join(before))
+
+
+# --- what tells a tool from its siblings ------------------------------------------------------------------------
+
+# Parameters that identify the one thing a tool acts on: needing one is what tells "get the issue" from "list the
+# issues" or "search issues" on the same server.
+_IDENTIFIERS = word_set("id ids number name names path paths url urls uri sha hash key ref query title slug email uid")
+_PREFIX_SHARE = 0.6  # a name word in this share of a server's tools is its prefix (browser_, API-, git_), no object
+
+
+def _required(tool: UpstreamTool) -> tuple[str, ...]:
+    required = tool.input_schema.get("required", [])
+    return tuple(r for r in required if isinstance(r, str)) if isinstance(required, list) else ()
+
+
+def _objects(tool: UpstreamTool, prefix: frozenset[str]) -> frozenset[str]:
+    """What a tool's name says it acts on: its name words that are no verb and no server prefix, stemmed."""
+    return frozenset(_stem(w) for w in name_words(tool.name) if base_verb(w) is None and w not in prefix)
+
+
+class ServerShape:
+    """What :func:`_distinguishing_use` reads of a server's tools, worked out once for all of them: each tool's
+    objects and required parameters, the server's prefix words and the parameters every tool requires. Drafting a
+    server of thousands of tools stays linear (each tool looks up its siblings by object word)."""
+
+    def __init__(self, tools: Sequence[UpstreamTool]) -> None:
+        self.size = len(tools)
+        counts: Counter[str] = Counter(w for t in tools for w in set(name_words(t.name)))
+        self.prefix = frozenset(w for w, n in counts.items() if n >= max(3, _PREFIX_SHARE * len(tools)))
+        self.objects = {t.name: _objects(t, self.prefix) for t in tools}
+        self.required = {t.name: _required(t) for t in tools}
+        self.by_object: dict[str, list[str]] = {}
+        for name, words in self.objects.items():
+            for word in words:
+                self.by_object.setdefault(word, []).append(name)
+        requirements = [set(r) for r in self.required.values()]
+        self.everywhere: set[str] = set.intersection(*requirements) if requirements else set()
+
+    def siblings(self, tool: UpstreamTool) -> list[str]:
+        """The other tools of the server whose names share an object word with ``tool``'s."""
+        mine = self.objects[tool.name] if tool.name in self.objects else _objects(tool, self.prefix)
+        return sorted({n for w in mine for n in self.by_object.get(w, ()) if n != tool.name})
+
+
+def _distinguishing_use(tool: UpstreamTool, shape: ServerShape) -> str | None:
+    """ "Use it when you have the issue number.": the identifiers a tool requires that a sibling acting on the same
+    thing (a tool of its server whose name shares an object word) does without, and that not every tool of the
+    server requires (``owner``, ``repo``); ``None`` when nothing tells it apart."""
+    if shape.size - (tool.name in shape.objects) < 1:  # no other tool on the server
+        return None
+    siblings = shape.siblings(tool)
+    if not siblings:
+        return None
+    distinct = [
+        p
+        for p in _required(tool)
+        if p not in shape.everywhere
+        and name_words(p)
+        and name_words(p)[-1] in _IDENTIFIERS
+        and any(p not in shape.required[t] for t in siblings)
+    ]
+    if not distinct:
+        return None
+    phrases = [" ".join(name_words(p)) for p in distinct[:3]]
+    listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    return f"Use it when you have the {listed}."

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.docs import NAME_PATTERN, Origin, ToolDoc
 from ..errors import ImporterError
-from .brief import draft_brief
+from .brief import ServerShape, draft_brief
 from .deadline import NO_DEADLINE, Deadline
 from .placement import Placement, place
 from .render import render_full
@@ -119,7 +119,14 @@ def _with_renamed_mentions(tool: UpstreamTool, mentions: _Mentions) -> UpstreamT
 
 
 def _doc(
-    upstream: UpstreamTool, tool: UpstreamTool, name: str, group: str, *, server: str, siblings: list[str]
+    upstream: UpstreamTool,
+    tool: UpstreamTool,
+    name: str,
+    group: str,
+    *,
+    server: str,
+    siblings: list[str],
+    server_tools: Sequence[UpstreamTool] | ServerShape = (),
 ) -> ToolDoc:
     """The drafted doc of ``upstream`` (``tool`` is it with renamed mentions); a doc that does not validate is
     an :class:`ImporterError` naming the tool, one problem after another."""
@@ -127,7 +134,7 @@ def _doc(
         return ToolDoc(
             name=name,
             group=group,
-            brief=draft_brief(tool, server=server, siblings=siblings),
+            brief=draft_brief(tool, server=server, siblings=siblings, server_tools=server_tools),
             full=render_full(tool, name),
             input_schema=upstream.input_schema,
             brief_source="drafted",
@@ -161,6 +168,7 @@ def draft_docs(
     names = {tool.name: api_name(tool.name, prefix=prefix) for tool in tools}
     mentions = _Mentions({original: mapped for original, mapped in names.items() if original != mapped})
     index = SiblingIndex((original, n) for original, mapped in names.items() for n in (original, mapped))
+    shape = ServerShape(tools)  # what tells each tool from its siblings, worked out once for the server
     for number, upstream in enumerate(tools):
         deadline.check(f"drafting the docs ({number:,} of {len(tools):,} drafted)")
         name = names[upstream.name]
@@ -174,7 +182,8 @@ def draft_docs(
         placement = place(upstream, group=group, write_group=write_group)
         tool = _with_renamed_mentions(upstream, mentions)
         siblings = index.among(text_words([tool.description]), owner=upstream.name)
-        out.append((_doc(upstream, tool, name, placement.group, server=server, siblings=siblings), placement))
+        doc = _doc(upstream, tool, name, placement.group, server=server, siblings=siblings, server_tools=shape)
+        out.append((doc, placement))
     return out
 
 

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..core.cards import ServerCard
 from ..errors import ImporterError
 from ..mcp.client import ServerSpec, list_server_tools, sdk_installed
 from ..shared.extras import needs_extra
 from ..shared.journal import stop_if_interrupted
+from .cards import check_server_name, drafted_card, fit_instructions, given_card, server_card
 from .deadline import Deadline
 from .folder import recover_output_folder
 from .plan import ImportPlan, apply_plan, plan_tools
@@ -31,6 +33,10 @@ class McpListing:
     server: str  # the server's self-declared name (initialize → serverInfo.name)
     version: str | None
     tools: tuple[UpstreamTool, ...]
+    # What the server says it is for (initialize → serverInfo.title / description, and its instructions).
+    title: str | None = None
+    description: str | None = None
+    instructions: str | None = None
 
 
 def list_mcp_tools(
@@ -47,13 +53,20 @@ def list_mcp_tools(
     """
     if not command:
         raise ImporterError("no MCP server command given (put it after --)")
-    if not sdk_installed():
-        raise ImporterError(needs_extra("import mcp", "mcp"))
-    shown = " ".join(command)
     # Not validated: a command that cannot run is reported when it fails to start, like any other.
     spec = ServerSpec.model_construct(
         command=command[0], args=tuple(command[1:]), env=dict(env or {}), cwd=None if cwd is None else str(cwd)
     )
+    return list_server(spec, timeout=timeout)
+
+
+def list_server(spec: ServerSpec, *, timeout: float = 30.0) -> McpListing:
+    """:func:`list_mcp_tools` for a server of a client's config: started over stdio, or reached over Streamable
+    HTTP (``url``, with its ``headers``)."""
+    if not sdk_installed():
+        raise ImporterError(needs_extra("import mcp", "mcp"))
+    shown = spec.describe()
+    command = [spec.command or spec.url or ""]
     with _quiet_sdk_log(), tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
             listing = list_server_tools(spec, timeout=timeout, errlog=errlog)
@@ -63,7 +76,27 @@ def list_mcp_tools(
     tools = list(listing.tools)
     parsed = parse_tool_list({"tools": tools}, source=f"MCP server {shown!r}")[1] if tools else []
     name = listing.name or Path(command[0]).name
-    return McpListing(name, listing.version, tuple(parsed))
+    return McpListing(name, listing.version, tuple(parsed), listing.title, listing.description, listing.instructions)
+
+
+def listing_card(listing: McpListing, server: str) -> tuple[ServerCard, list[str]]:
+    """The card of what a listed server says about itself (see :func:`~.cards.server_card`), with notes for the
+    report; drafted from its tools' names when it gives no description (keeping its instructions, if any)."""
+    what = " ".join(p for p in (listing.server, listing.version) if p)
+    card, notes = server_card(
+        server,
+        title=listing.title,
+        description=listing.description,
+        instructions=listing.instructions,
+        reference=f"initialize of {what}" if what else "initialize",
+    )
+    if card is not None:
+        return card, notes
+    drafted = drafted_card(server, listing.tools)
+    kept, _flagged = fit_instructions(listing.instructions or "")  # a flagged text is noted by server_card
+    if kept:
+        drafted = drafted.model_copy(update={"instructions": kept})
+    return drafted, [*notes, "the server's initialize gives no description: the card is drafted from its tools"]
 
 
 def import_mcp(
@@ -76,26 +109,79 @@ def import_mcp(
     prefix: str = "",
     timeout: float = 30.0,
     dry_run: bool = False,
+    server_description: str | None = None,
+    server_title: str | None = None,
 ) -> ImportPlan:
     """List an MCP server's tools over stdio and import them into ``out`` (all or nothing; merges).
 
     Read-only tools go to ``group``, writing ones to ``write_group`` (default ``<group>-write``). ``timeout``
     bounds the whole import: starting the server, listing, drafting, scanning and writing (see
     :mod:`.deadline`); past it the import stops with one ImporterError line, and nothing is written.
+
+    The server's card (``servers/<server>.yaml``) is ``server_description`` (and ``server_title``) when given,
+    else what the server's ``initialize`` says (``serverInfo.title`` and ``description``, ``instructions``), else
+    one drafted from its tools' names.
     """
     if not dry_run:  # a journal that cannot be recovered stops the import before a server is started
         recover_output_folder(out)
     deadline = Deadline(timeout, what=f"MCP server {' '.join(command)!r}")
     listing = list_mcp_tools(command, timeout=timeout)
-    if not listing.tools:
-        raise ImporterError(f"MCP server {' '.join(command)!r} lists no tools")
-    server = server or listing.server
-    plan = plan_tools(
-        listing.tools, out, server=server, group=group, write_group=write_group, prefix=prefix, deadline=deadline
+    plan = plan_listing(
+        listing,
+        out,
+        server=server,
+        group=group,
+        write_group=write_group,
+        prefix=prefix,
+        deadline=deadline,
+        server_description=server_description,
+        server_title=server_title,
+        shown=" ".join(command),
     )
     if not dry_run:
         apply_plan(plan, deadline=deadline)
     return plan
+
+
+def plan_listing(
+    listing: McpListing,
+    out: str | Path,
+    *,
+    server: str | None,
+    group: str,
+    write_group: str | None,
+    prefix: str,
+    deadline: Deadline,
+    server_description: str | None = None,
+    server_title: str | None = None,
+    shown: str = "",
+    base: ImportPlan | None = None,
+) -> ImportPlan:
+    """The import plan of a listed server, with its card (see :func:`import_mcp`); ``base``: the plan of the
+    servers before it in the same import."""
+    if not listing.tools:
+        raise ImporterError(f"MCP server {shown or listing.server!r} lists no tools")
+    server = check_server_name(server or listing.server)
+    notes: list[str] = []
+    if server_description is not None:
+        card = given_card(server, server_description, title=server_title)
+        kept, flagged = fit_instructions(listing.instructions or "")  # the person's words, the server's instructions
+        card = card.model_copy(update={"instructions": kept}) if kept else card
+        notes = ["instructions left out: the security lint flags them (they would reach every model served)"] * flagged
+    else:
+        card, notes = listing_card(listing, server)
+    return plan_tools(
+        listing.tools,
+        out,
+        server=server,
+        group=group,
+        write_group=write_group,
+        prefix=prefix,
+        deadline=deadline,
+        card=card,
+        card_notes=notes,
+        base=base,
+    )
 
 
 # --- what went wrong, in one line ------------------------------------------------------------------------------

@@ -29,12 +29,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.cards import ServerCard, card_path, card_stem
 from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import ImporterError, LoadError
 from ..safety.lint import Finding, full_size_limit, quarantine_rules, scan
 from ..safety.rules import SEVERITY_RANK
 from ..safety.text import escape_invisible
+from ..shared.files import read_text
+from .cards import CardChange, drafted_card, merge_card
 from .deadline import NO_DEADLINE, Deadline
 from .drafting import draft_docs
 from .folder import (
@@ -109,12 +112,15 @@ class ImportPlan:
     quarantined: Mapping[str, tuple[Finding, ...]] = field(default_factory=dict)
     # Docs a person cleared whose upstream text is unchanged: left cleared, though the lint still flags them.
     cleared: tuple[str, ...] = ()
+    # What the import did to the server's card (servers/<server>.yaml); None when the import carried no card.
+    card: CardChange | None = None
 
     @property
     def drafted(self) -> tuple[str, ...]:
         return tuple(n for n, d in self.registry.tools.items() if d.brief_source == "drafted")
 
-    def report(self, *, dry_run: bool = False) -> list[str]:
+    def report(self, *, dry_run: bool = False, summary: bool = True) -> list[str]:
+        """The report's lines; ``summary``: end with how many files were (or would be) written."""
         lines = [c.describe() for c in self.changes if c.action != "unchanged" or c.kept]
         unchanged = sum(1 for c in self.changes if c.action == "unchanged" and not c.kept)
         if unchanged:
@@ -123,6 +129,9 @@ class ImportPlan:
             origin = self.registry.tools[name].origin
             upstream = origin.name if origin else name
             lines.append(f"vanished  {name}  ({self.server}: {upstream}) is no longer listed upstream; doc kept")
+        if self.card is not None:
+            lines.append(self.card.describe())
+            lines += [f"note      {note}" for note in self.card.notes]
         lines += self.placement_report()
         lines += self.budget_report()
         drafted = [c.name for c in self.changes if self.registry.tools[c.name].brief_source == "drafted"]
@@ -132,7 +141,8 @@ class ImportPlan:
                 "reviewed once you edit it or set `brief_source: human`; re-imports keep a reviewed brief"
             )
         lines += self.quarantine_report()
-        lines.append(files_summary(self.files, self.out, dry_run=dry_run))
+        if summary:
+            lines.append(files_summary(self.files, self.out, dry_run=dry_run))
         return lines
 
     def modes_allowing(self, name: str) -> tuple[str, ...]:
@@ -220,6 +230,9 @@ def plan_import(
     server: str,
     placements: Mapping[str, Placement] | None = None,
     deadline: Deadline = NO_DEADLINE,
+    card: ServerCard | None = None,
+    card_notes: Sequence[str] = (),
+    base: ImportPlan | None = None,
 ) -> ImportPlan:
     """Merge freshly drafted ``docs`` of ``server`` into the folder ``out``, in memory only.
 
@@ -237,12 +250,20 @@ def plan_import(
     clear it), so no mode allows it. A person clears it by deleting the key after review; that stands until the
     upstream text changes, when the doc is scanned again (a "rug pull" is caught on the next import).
 
+    ``card`` is the server's card as this import has it (see :mod:`.cards`): merged with the folder's, a card a
+    person reviewed is kept. ``base``: the plan of an earlier server of the same import, whose folder (in memory)
+    this one starts from (``import mcp --servers``: several servers, one write).
+
     ``deadline`` is checked between docs (see :mod:`.deadline`).
     """
     out = Path(out)
-    existing = load_output_folder(out)
+    if base is not None:
+        existing: Registry | None = base.registry
+        state: dict[str, Any] = dict(base.state)
+    else:
+        existing = load_output_folder(out)
+        state = read_state(out) if existing is not None else empty_state()
     deadline.check(f"loading the docs already in {out}")
-    state = read_state(out) if existing is not None else empty_state()
     records: dict[str, Any] = dict(state["tools"])
     current = dict(existing.tools) if existing is not None else {}
     merged: dict[str, ToolDoc] = dict(current)
@@ -266,14 +287,47 @@ def plan_import(
     # The security lint: quarantine what addresses the model (see _quarantine for a person's clearing).
     limit = full_size_limit(merged.values())
     cleared = _scan_all(changes, merged, current, docs, state["tools"], records, limit, deadline)
-    registry = _validated(merged.values(), existing, out)
+    cards = dict(existing.servers) if existing is not None else {}
+    card_change = _card_change(card, card_notes, cards, state, out) if card is not None else None
+    servers = dict(state.get("servers", {}))
+    if card_change is not None:
+        cards[server] = card_change.card
+        servers[server] = dict(card_change.record)
+    registry = _validated(merged.values(), existing, out, cards.values())
     files, texts = _doc_files(changes, registry, out, deadline)
+    if card_change is not None and card_change.text is not None:
+        files[card_change.path] = card_change.text
     quarantined = _findings(changes, registry, texts, limit, deadline)
-    new_state = {"version": STATE_VERSION, "tools": dict(sorted(records.items())), "modes": state["modes"]}
+    new_state = {
+        "version": STATE_VERSION,
+        "tools": dict(sorted(records.items())),
+        "modes": state["modes"],
+        **({"servers": dict(sorted(servers.items()))} if servers else {}),
+    }
+    if base is not None:
+        files = {**base.files, **files}
     if files or new_state != state:
         files[STATE_FILE] = state_text(new_state)
     vanished = _vanished(current, docs, server)
-    return ImportPlan(out, server, tuple(changes), vanished, files, new_state, registry, quarantined, tuple(cleared))
+    return ImportPlan(
+        out, server, tuple(changes), vanished, files, new_state, registry, quarantined, tuple(cleared), card_change
+    )
+
+
+def _card_change(
+    card: ServerCard, notes: Sequence[str], cards: Mapping[str, ServerCard], state: Mapping[str, Any], out: Path
+) -> CardChange:
+    """The import's card merged with the folder's (see :func:`~.cards.merge_card`); two servers whose cards would
+    share a file are an error."""
+    clash = next((n for n in cards if n != card.name and card_stem(n) == card_stem(card.name)), None)
+    if clash is not None:
+        raise ImporterError(
+            f"the cards of servers {clash!r} and {card.name!r} would both be servers/{card_stem(card.name)}.yaml; "
+            "import one of them with another --server name"
+        )
+    old = cards.get(card.name)
+    old_text = read_text(card_path(out, card.name), what="server card") if old is not None else None
+    return merge_card(card, old, state.get("servers", {}).get(card.name), old_text, notes=notes)
 
 
 def _merge(
@@ -433,11 +487,13 @@ def _scan_all(
     return cleared
 
 
-def _validated(tools: Iterable[ToolDoc], existing: Registry | None, out: Path) -> Registry:
+def _validated(
+    tools: Iterable[ToolDoc], existing: Registry | None, out: Path, cards: Iterable[ServerCard] = ()
+) -> Registry:
     modes = [m.config for m in existing.modes.values()] if existing is not None else []
     groups = existing.groups.values() if existing is not None else ()  # so the plan's audit is the folder's
     try:
-        return Registry.from_docs(tools, modes, root=out, groups=groups)
+        return Registry.from_docs(tools, modes, root=out, groups=groups, servers=cards)
     except LoadError as exc:
         raise ImporterError(f"the imported docs do not validate: {exc.summary()}") from None
 
@@ -492,8 +548,21 @@ def plan_tools(
     write_group: str | None,
     prefix: str,
     deadline: Deadline = NO_DEADLINE,
+    card: ServerCard | None = None,
+    card_notes: Sequence[str] = (),
+    base: ImportPlan | None = None,
 ) -> ImportPlan:
-    """Draft docs for ``tools`` (:func:`draft_docs`) and plan their import into ``out``."""
+    """Draft docs for ``tools`` (:func:`draft_docs`) and plan their import into ``out``, with the server's
+    ``card`` (drafted from the tools when none is given, see :func:`~.cards.drafted_card`)."""
     drafted = draft_docs(tools, server=server, group=group, write_group=write_group, prefix=prefix, deadline=deadline)
     placements = {doc.name: placement for doc, placement in drafted}
-    return plan_import(out, [doc for doc, _ in drafted], server=server, placements=placements, deadline=deadline)
+    return plan_import(
+        out,
+        [doc for doc, _ in drafted],
+        server=server,
+        placements=placements,
+        deadline=deadline,
+        card=card if card is not None else drafted_card(server, tools),
+        card_notes=card_notes,
+        base=base,
+    )

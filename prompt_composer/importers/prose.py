@@ -53,8 +53,12 @@ def lead_prose(description: str) -> str:
 # --- verbs -----------------------------------------------------------------------------------------------------
 
 
-def _verbs(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text``: a table of words written as prose."""
     return frozenset(text.split())
+
+
+_verbs = word_set
 
 
 # Verbs that change state whatever else a name says ("get_or_create_user" writes), and verbs that do when they

@@ -344,6 +344,8 @@ def _mode_files(
 
 def _validate(existing: Registry, modes: Any, out: Path) -> Registry:
     try:
-        return Registry.from_docs(existing.tools.values(), modes, root=out)
+        return Registry.from_docs(
+            existing.tools.values(), modes, root=out, groups=existing.groups.values(), servers=existing.servers.values()
+        )
     except LoadError as exc:
         raise ImporterError(f"the imported modes do not validate: {exc.summary()}") from None

@@ -247,7 +247,11 @@ class _Evaluator:
             )
             configs = [config if m.slug == self.mode.slug else m.config for m in self.registry.modes.values()]
             registry = Registry.from_docs(
-                self.registry.tools.values(), configs, root=self.registry.root, groups=self.registry.groups.values()
+                self.registry.tools.values(),
+                configs,
+                root=self.registry.root,
+                groups=self.registry.groups.values(),
+                servers=self.registry.servers.values(),
             )
             # A candidate differs from the base in one mode's two values, never in docs or templates: it shares
             # the base composer's compiled templates and tool definitions, the costly part of a new composer.

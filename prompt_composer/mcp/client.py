@@ -42,9 +42,17 @@ class ServerSpec(BaseModel):
     url: str | None = Field(default=None, pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
     disabled: bool = False
+    # Claude Code's and VS Code's transport: "stdio", "http" (Streamable HTTP) or "sse", which no client here
+    # speaks (the HTTP+SSE transport was deprecated in 2025-03-26).
+    type: str | None = None
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerSpec:
+        if self.type == "sse":
+            raise ValueError(
+                'type "sse" is the deprecated HTTP+SSE transport, which is not supported: give the server\'s '
+                'Streamable HTTP URL with "type": "http"'
+            )
         if (self.command is None) == (self.url is None):
             raise ValueError('give either "command" (a server started over stdio) or "url" (Streamable HTTP)')
         return self
@@ -122,11 +130,15 @@ class _Transport:
 
 @dataclass(frozen=True)
 class ServerTools:
-    """What a server says about itself (``initialize`` → ``serverInfo``) and its tools, as ``tools/list`` JSON."""
+    """What a server says about itself (``initialize`` → ``serverInfo`` and ``instructions``) and its tools, as
+    ``tools/list`` JSON."""
 
     name: str | None
     version: str | None
     tools: tuple[dict[str, Any], ...]
+    title: str | None = None
+    description: str | None = None  # serverInfo.description (protocol versions that carry one)
+    instructions: str | None = None
 
 
 async def all_tools(client: Any) -> list[Any]:
@@ -156,8 +168,21 @@ def list_server_tools(spec: ServerSpec, *, timeout: float, errlog: TextIO | None
         with anyio.fail_after(timeout):
             async with open_client(spec, errlog=errlog) as client:
                 info = client.server_info
+                instructions = client.instructions
                 tools = await all_tools(client)
         raw = tuple(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools)
-        return ServerTools(info.name if info is not None else None, info.version if info is not None else None, raw)
+        return ServerTools(
+            info.name if info is not None else None,
+            info.version if info is not None else None,
+            raw,
+            _text(getattr(info, "title", None)),
+            _text(getattr(info, "description", None)),
+            _text(instructions),
+        )
 
     return anyio.run(run)
+
+
+def _text(value: Any) -> str | None:
+    """A string the server sent, or ``None`` (a server may send anything where a string belongs)."""
+    return value if isinstance(value, str) and value.strip() else None

@@ -125,16 +125,45 @@ def _call_tool(composer: Composer, mode: Mode, tiers: Tiers | None) -> dict[str,
         f"More tools of this mode, not in your tool list: call them through {CALL_TOOL_NAME} "
         f"(read one's parameters with {FETCH_TOOL_NAME} first).",
     ]
-    for group, names in grouped(tiers.catalog, docs):
+    for group, names in grouped(tiers.catalog, docs, composer.registry.servers):
         lines.append(f"{group}:")
         lines.extend(f"- {name}: {summary(docs[name])}" for name in names)
-    for group, names in grouped(tiers.names, docs):
+    for group, names in grouped(tiers.names, docs, composer.registry.servers):
         lines.append(f"{group}: {', '.join(names)}")
     return {**definition, "description": "\n".join(lines)}
 
 
-def instructions(mode: Mode) -> str:
-    """The server's ``instructions``: how this mode's list is meant to be used."""
+# The upstream servers' instructions the gateway passes on, all together: two servers' worth. Each card holds at
+# most INSTRUCTIONS_MAX_CHARS of its own; past this, the rest is cut (what is cut is said).
+UPSTREAM_INSTRUCTIONS_MAX_CHARS = 4096
+
+
+def instructions(mode: Mode, registry: Registry | None = None) -> str:
+    """The server's ``instructions``: how this mode's list is meant to be used, then the instructions of the MCP
+    servers its tools came from (their cards', see :mod:`prompt_composer.core.cards`), merged and capped."""
+    own = _own_instructions(mode)
+    upstream = upstream_instructions(mode, registry) if registry is not None else ""
+    return f"{own}\n\n{upstream}" if upstream else own
+
+
+def upstream_instructions(mode: Mode, registry: Registry) -> str:
+    """The instructions of each server whose tools ``mode`` allows, in the mode's order, each under its server's
+    name, cut at :data:`UPSTREAM_INSTRUCTIONS_MAX_CHARS` in all; ``""`` when none has any."""
+    seen: dict[str, str] = {}
+    for name in mode.allowed:
+        card = registry.card_of(name)
+        if card is not None and card.instructions and card.name not in seen:
+            seen[card.name] = f"## {card.label}\n{card.instructions}"
+    if not seen:
+        return ""
+    text = "Instructions of the MCP servers these tools come from:\n\n" + "\n\n".join(seen.values())
+    if len(text) <= UPSTREAM_INSTRUCTIONS_MAX_CHARS:
+        return text
+    note = f"\n[… cut: the servers' instructions are longer than {UPSTREAM_INSTRUCTIONS_MAX_CHARS:,} characters]"
+    return text[: UPSTREAM_INSTRUCTIONS_MAX_CHARS - len(note)].rstrip() + note
+
+
+def _own_instructions(mode: Mode) -> str:
     name = mode.config.name
     if mode.config.discovery:
         return (

@@ -20,6 +20,7 @@ from .listing import Version, instructions
 if TYPE_CHECKING:
     from ..core.live import LiveRegistry
     from ..core.modes import Mode
+    from ..core.registry import Registry
     from .answers import ClientTask
 
 
@@ -33,6 +34,9 @@ class Served(Protocol):
 
     @property
     def mode(self) -> Mode: ...
+
+    @property
+    def registry(self) -> Registry: ...  # its server cards' instructions are passed on in initialize
 
     def version(self) -> Version: ...
 
@@ -88,7 +92,7 @@ def build_server(gateway: Served) -> tuple[Any, Any]:
     server = _Server(
         "prompt-composer",
         version=VERSION,
-        instructions=instructions(gateway.mode),
+        instructions=instructions(gateway.mode, gateway.registry),
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -48,11 +48,18 @@ DEFAULT_START_TIMEOUT = 30.0
 
 class _ServersFile(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    mcpServers: dict[str, ServerSpec]  # the key every MCP client uses
+    mcpServers: dict[str, ServerSpec]  # the key of Claude Code, Claude Desktop, Cursor …
+
+
+class _VsCodeFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    servers: dict[str, ServerSpec]  # VS Code's .vscode/mcp.json (its settings.json nests it under "mcp")
 
 
 def load_servers(path: str | Path) -> dict[str, ServerSpec]:
-    """Read a servers file (``{"mcpServers": {...}}``); :class:`InputFileError` names the file and each bad key."""
+    """Read a servers file: an MCP client's own config, ``{"mcpServers": {...}}`` (Claude Code, Claude Desktop,
+    Cursor) or VS Code's ``{"servers": {...}}`` (``.vscode/mcp.json``; its settings file's ``{"mcp": {"servers":
+    …}}`` too). Disabled servers are left out. :class:`InputFileError` names the file and each bad key."""
     where = Path(path)
     try:  # regular files only, size-capped: a FIFO or a device is refused without blocking (InputFileError)
         data = json.loads(read_text(where, what="servers file"))
@@ -60,15 +67,21 @@ def load_servers(path: str | Path) -> dict[str, ServerSpec]:
         raise InputFileError(f"{where}:{exc.lineno}: not JSON: {exc.msg}") from None
     except RecursionError:
         raise InputFileError(f"{where}:1: not JSON a reader can take: nested too deeply") from None
+    if isinstance(data, dict) and "mcpServers" not in data and isinstance(data.get("mcp"), dict):
+        data = data["mcp"]
+    model: type[_ServersFile] | type[_VsCodeFile] = (
+        _VsCodeFile if isinstance(data, dict) and "servers" in data and "mcpServers" not in data else _ServersFile
+    )
     try:
-        parsed = _ServersFile.model_validate(data)
+        parsed = model.model_validate(data)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
             at = ".".join(str(part) for part in error["loc"]) or "(top level)"
             problems.append(f"{where}: {at}: {error['msg']}")
         raise InputFileError("\n".join(problems)) from None
-    return {name: spec for name, spec in parsed.mcpServers.items() if not spec.disabled}
+    specs = parsed.mcpServers if isinstance(parsed, _ServersFile) else parsed.servers
+    return {name: spec for name, spec in specs.items() if not spec.disabled}
 
 
 @dataclass(frozen=True)

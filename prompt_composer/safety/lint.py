@@ -2,11 +2,15 @@
 
 A tool's description reaches the model verbatim, so a hostile (or compromised) server can smuggle orders into it:
 read ``~/.ssh/id_rsa`` and pass it in a parameter, call another tool first, keep something from the user, ignore
-earlier instructions. :func:`scan` looks for that in every text of a doc that the model may read (brief, full,
-hint, queries, the origin name, and every description, title and other string of the input schema and every
-string of its enum, default, const, example and examples values, at any depth; property names for hidden
-characters and, read as words, for phrases; see :mod:`.fields`) and :func:`scan_registry` does it for a whole
-registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
+earlier instructions. :func:`scan` looks for that in every string of a doc that the model may read (brief, full,
+hint, queries, the tool's names, and every string and key of the input schema at any depth: descriptions and
+titles, every branch, enum, default, const and example values, identifiers read as words, a ``pattern`` read as the
+words it spells; past the walk's bounds an ``oversized`` finding; see :mod:`.fields`) and :func:`scan_registry`
+does it for a whole registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
+
+Three layers read each text: the English phrases of ``rules.yaml``, the lexicons of ``languages.yaml`` (22 other
+languages: concepts that make a finding together in one sentence) and, when an encoder is handed in, the semantic
+layer (:mod:`.semantic`). docs/security.md says what each catches and why the lexicons are the base.
 
 Severities are outcomes:
 
@@ -19,7 +23,8 @@ Severities are outcomes:
   ``conceal`` (do not tell the user, act silently, keep it out of the answer), ``override`` (ignore earlier
   instructions, take priority, restrictions do not apply), ``tool-shadowing`` (orders about how *other* tools
   behave), ``tool-chaining`` (call another server's tool first), ``coercion`` (threats, claimed consent),
-  ``model-address`` (a note to "the AI"), ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL
+  ``model-address`` (a note to "the AI"), authority claims that waive the user's say (``coercion``: "I authorize
+you", "pre-approved by the security team"), ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL
   with data placeholders, a request-catcher host or a raw IP, a Markdown image), ``oversized`` (a full text over
   ``FULL_SIZE_FACTOR`` × the catalog's median and ``FULL_SIZE_FLOOR`` characters, or a parameter description or
   enum value far over any sensible length: too long for a person to have read, which is where orders are
@@ -32,7 +37,9 @@ Severities are outcomes:
   (an HTML comment of a word or two), ``tool-chaining``/``tool-shadowing`` that name a tool of the same server
   (its own workflow), and any phrase finding that a ``contexts`` entry of ``rules.yaml`` shows to be a mention
   rather than an order: "the path of the system prompt" names a file, not its text; a string quoted as data
-  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order.
+  ("cases such as \"ignore previous instructions\"") in a sentence that gives the model no order; reported speech
+  ("flags descriptions that tell the model to …"). A context covers only the words it matched: the rest of the
+  sentence is read again.
 
 The line between quarantine and the rest is whether the text *asks the model to act* (against the user): an
 order about a secret quarantines, a sentence that only names one is reviewed, a quotation or a path is a note.
@@ -72,26 +79,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.cards import ServerCard, card_path
 from ..core.docs import ToolDoc
 from ..core.registry import Registry
 from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.text import md_cell
-from ..shared.yamlfile import yaml_files, yaml_layout
-from .fields import Kind, Loc, doc_texts, label, line
-from .matching import TextMatch, excerpt_of, rule_match, scan_text
-from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least
+from ..shared.yamlfile import LineMap, ScalarMap, yaml_files, yaml_layout
+from .fields import Kind, Loc, doc_texts, label, line, pattern_words
+from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
+from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least, lexicon_languages
+from .semantic import SemanticLayer
 
 __all__ = [
     "FULL_SIZE_FACTOR",
     "FULL_SIZE_FLOOR",
     "Finding",
     "SecurityReport",
+    "SemanticLayer",
     "TextMatch",
     "full_size_limit",
+    "layers_of",
     "quarantine_rules",
     "review_rules",
     "scan",
+    "scan_card",
     "scan_registry",
     "scan_text",
     "sibling_names",
@@ -151,17 +163,18 @@ class Finding:
 
 
 _NAME_RULES = frozenset({"invisible-unicode", "homoglyph"})  # names are identifiers: only hidden characters count
-_IDENTIFIER_JOINS = re.compile(r"[_\-.]")
+# What joins the words of an identifier: snake_case, kebab-case, dotted and slashed paths (a `$ref`).
+_IDENTIFIER_JOINS = re.compile(r"[_\-./#$]")
 
 
 _SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
 
 
 def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
-    """The phrase findings of an identifier read as words (``_``, ``-`` and ``.`` as spaces; same length, so
-    positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that only
-    names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a longer
-    one (``send_the_conversation_here``) keeps its severity."""
+    """The phrase findings of an identifier read as words (``_``, ``-``, ``.``, ``/``, ``#``, ``$`` as spaces; same
+    length, so positions hold): a sentence spelled in snake_case is still a sentence to the model. A short name that
+    only names a thing (``override_system_prompt`` of a prompt-testing tool) is at most a finding to review; a
+    longer one (``send_the_conversation_here``) keeps its severity."""
     words = _IDENTIFIER_JOINS.sub(" ", text)
     count = len(words.split())
     if count < 2:
@@ -179,12 +192,46 @@ def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) 
     return out
 
 
+def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """The findings of a regular expression (a schema's ``pattern``) read as the words it spells
+    (:func:`~prompt_composer.safety.fields.pattern_words`), located and quoted in the pattern as written. Hidden
+    characters count as written."""
+    words, where = pattern_words(pattern)
+    words = _IDENTIFIER_JOINS.sub(" ", words)  # ^send_the_history$ spells words too (same length: positions hold)
+    out = character_matches(pattern)
+    for match in scan_text(words, siblings=siblings, own=own):
+        if match.rule in _NAME_RULES or not where:
+            continue
+        start = where[min(match.start, len(where) - 1)]
+        end = where[min(max(match.end - 1, match.start), len(where) - 1)] + 1
+        out.append(replace(match, start=start, end=end, excerpt=excerpt_of(pattern, start, end)))
+    return out
+
+
+def _semantic_matches(semantic: SemanticLayer, text: str, found: Iterable[TextMatch]) -> list[TextMatch]:
+    """The semantic layer's findings in ``text`` that no quarantining finding of the other layers covers already."""
+    held = [(m.start, m.end) for m in found if at_least(m.severity, QUARANTINE_SEVERITY)]
+    return [m for m in semantic.matches(text) if not any(lo < m.end and m.start < hi for lo, hi in held)]
+
+
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
     """The ``oversized`` threshold of a catalog: ``FULL_SIZE_FACTOR`` × its median full length, at least
     ``FULL_SIZE_FLOOR`` characters."""
     sizes = [len(d.full) for d in docs]
     median = statistics.median(sizes) if sizes else 0
     return max(FULL_SIZE_FLOOR, int(FULL_SIZE_FACTOR * median))
+
+
+def _layout(path: str | Path | None, source: str | None, what: str) -> tuple[Path | None, LineMap, ScalarMap]:
+    """The file findings are located in, and its lines (read from ``path`` when ``source`` is not given)."""
+    file = Path(path) if path is not None else None
+    if file is not None and source is None:
+        try:
+            source = read_text(file, what=what)  # a regular file within the size limit, never a FIFO
+        except (InputFileError, OSError):
+            source = None
+    lines, scalars = yaml_layout(source) if source is not None else ({}, {})
+    return file, lines, scalars
 
 
 def scan(
@@ -194,20 +241,16 @@ def scan(
     source: str | None = None,
     full_limit: int | None = FULL_SIZE_FLOOR,
     siblings: Iterable[str] = (),
+    semantic: SemanticLayer | None = None,
 ) -> list[Finding]:
     """Every finding in ``doc``, in field order.
 
     ``path`` (and ``source``, its text; read from ``path`` when omitted) locate findings at ``path:line``.
     ``full_limit`` is the ``oversized`` threshold for the full text (see :func:`full_size_limit`; ``None`` skips
-    the check). ``siblings`` names the other tools of the doc's server (see :func:`scan_text`).
+    the check). ``siblings`` names the other tools of the doc's server (see :func:`scan_text`). ``semantic`` adds
+    the semantic layer (:mod:`.semantic`): a sentence close in meaning to an attack that no phrase caught.
     """
-    file = Path(path) if path is not None else None
-    if file is not None and source is None:
-        try:
-            source = read_text(file, what="tool doc")  # a regular file within the size limit, never a FIFO
-        except (InputFileError, OSError):
-            source = None
-    lines, scalars = yaml_layout(source) if source is not None else ({}, {})
+    file, lines, scalars = _layout(path, source, "tool doc")
     siblings = tuple(siblings)
     findings: list[Finding] = []
 
@@ -226,14 +269,28 @@ def scan(
 
     own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
     for loc, kind, text in doc_texts(doc):
+        if kind == "unread":  # past the walk's bounds: not read, so not cleared either
+            add(loc, kind, text, rule_match("oversized", "", 0, 0, excerpt="", note=f"{text}: not read"))
+            continue
+        if kind in ("name", "key"):
+            for match in character_matches(text):
+                add(loc, kind, text, match)
+            for match in _identifier_matches(text, siblings, own):
+                add(loc, kind, text, match)
+            continue
+        if kind == "pattern":
+            for match in _pattern_matches(text, siblings, own):
+                add(loc, kind, text, match)
+            continue
         value = kind in ("value", "secret-value")
         secret = kind == "secret-value"
-        for match in scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own):
-            if kind in ("name", "key") and match.rule not in _NAME_RULES:
-                continue
+        matches = scan_text(text, siblings=siblings, example=value, holds_secret=secret, own=own)
+        if value and not any(ch.isspace() for ch in text):  # an enum value in snake_case reads as its words
+            matches += _identifier_matches(text, siblings, own)
+        for match in matches:
             add(loc, kind, text, match)
-        if kind in ("name", "key"):
-            for match in _identifier_matches(text, siblings, own):
+        if semantic is not None:
+            for match in _semantic_matches(semantic, text, matches):
                 add(loc, kind, text, match)
         if loc == ("full",):
             if full_limit is not None and len(text) > full_limit:
@@ -244,6 +301,44 @@ def scan(
             limit = _ENUM_SIZE_LIMIT if {"enum", "const"} & set(loc) else _FIELD_SIZE_LIMIT
             if len(text) > limit:
                 too_long(loc, kind, text, limit)
+    return findings
+
+
+def card_label(server: str) -> str:
+    """How a server card is named in findings (``server:memory``): no tool name holds a colon."""
+    return f"server:{server}"
+
+
+def scan_card(
+    card: ServerCard,
+    *,
+    path: str | Path | None = None,
+    source: str | None = None,
+    siblings: Iterable[str] = (),
+    semantic: SemanticLayer | None = None,
+) -> list[Finding]:
+    """Every finding in a server card's ``title``, ``description`` and ``instructions``: a model reads them (tiered
+    catalogs and namespaces are headed by the card, the gateway passes the instructions on to every client), and
+    a person may write a card by hand, where no import fitted it. ``siblings``: the names of the server's tools (an
+    instruction about them is the server's own workflow). A card is not quarantined; a finding at the threshold
+    fails ``audit --security`` like a tool's."""
+    file, lines, scalars = _layout(path, source, "server card")
+    findings: list[Finding] = []
+    for key in ("title", "description", "instructions"):
+        text = getattr(card, key)
+        if not text:
+            continue
+        matches = scan_text(text, siblings=siblings, own=(card.name,))
+        if semantic is not None:
+            matches += _semantic_matches(semantic, text, matches)
+        for match in matches:
+            at = line(lines, scalars, (key,), "text", text, match.start) if file is not None else None
+            findings.append(
+                Finding(
+                    match.rule, match.severity, card_label(card.name), key, match.excerpt, file, at, match.note,
+                    match.decoded,
+                )
+            )  # fmt: skip
     return findings
 
 
@@ -279,6 +374,8 @@ class SecurityReport:
     findings: tuple[Finding, ...]
     quarantined: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     full_limit: int = FULL_SIZE_FLOOR
+    layers: tuple[str, ...] = ()  # what read the docs: "phrases", "lexicons (…)", "semantic (encoder)"
+    cards: int = 0  # server cards read (their findings name ``server:<name>``, see :func:`scan_card`)
 
     def failing(self, threshold: Severity = QUARANTINE_SEVERITY) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if at_least(f.severity, threshold))
@@ -300,8 +397,10 @@ class SecurityReport:
         return {
             "fingerprint": self.fingerprint,
             "tools": self.tools,
+            "cards": self.cards,
             "fail_on": threshold,
             "full_limit": self.full_limit,
+            "layers": list(self.layers),
             "counts": self.counts(),
             "flagged_tools": sorted({f.doc for f in self.failing(threshold)}),
             "quarantined": {name: list(rules) for name, rules in sorted(self.quarantined.items())},
@@ -321,9 +420,13 @@ class SecurityReport:
             lines.append(f"review: {name} ({', '.join(rules)}); not quarantined, a person should read these findings")
         counts = self.counts()
         flagged = len({f.doc for f in self.failing(threshold)})
+        if self.layers:
+            lines.append(f"read by: {'; '.join(self.layers)}")
+        cards = f" and {self.cards} server card(s)" if self.cards else ""
         lines.append(
-            f"{len(self.findings)} finding(s) in {self.tools} tool(s): {counts['high']} high, {counts['medium']} "
-            f"medium, {counts['low']} low; {flagged} tool(s) at {threshold} or above; {len(review)} to review"
+            f"{len(self.findings)} finding(s) in {self.tools} tool(s){cards}: {counts['high']} high, "
+            f"{counts['medium']} medium, {counts['low']} low; {flagged} tool(s) at {threshold} or above; "
+            f"{len(review)} to review"
         )
         return lines
 
@@ -338,6 +441,8 @@ class SecurityReport:
             cells = (f.location, f.severity, f.rule, f.doc, f.field, f.excerpt)
             lines.append("| " + " | ".join(md_cell(cell) for cell in cells) + " |")
         lines += ["", self.to_lines(threshold)[-1]]
+        if self.layers:
+            lines += ["", f"Read by: {'; '.join(self.layers)}."]
         return "\n".join(lines)
 
 
@@ -359,14 +464,47 @@ def _doc_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in yaml_files(root)} if root is not None else {}
 
 
-def scan_registry(registry: Registry) -> SecurityReport:
-    """Scan every tool doc of ``registry``, quarantined ones too; findings carry ``path:line`` when the registry
-    was loaded from a folder (its ``root``)."""
+def layers_of(semantic: SemanticLayer | None) -> tuple[str, ...]:
+    """The layers a scan runs, as a report names them."""
+    out = ("phrases (English)", f"lexicons ({', '.join(lexicon_languages())})")
+    if semantic is None:
+        return (*out, "no semantic layer")
+    return (*out, f"semantic ({semantic.name}, threshold {semantic.threshold:.2f})")
+
+
+def scan_registry(registry: Registry, *, semantic: SemanticLayer | None = None) -> SecurityReport:
+    """Scan every tool doc of ``registry``, quarantined ones too, and every server card (:func:`scan_card`);
+    findings carry ``path:line`` when the registry was loaded from a folder (its ``root``). ``semantic`` adds the
+    semantic layer (every sentence of the registry is encoded in one batch first)."""
     tools = registry.tools
     limit = full_size_limit(tools.values())
     files = _doc_files(registry.root)
+    if semantic is not None:
+        semantic.prime(text for doc in tools.values() for _, _, text in doc_texts(doc))
+        semantic.prime(text for card in registry.servers.values() for text in _card_texts(card))
     findings: list[Finding] = []
     for name, doc in tools.items():
-        findings += scan(doc, path=files.get(name), full_limit=limit, siblings=sibling_names(doc, tools.values()))
+        siblings = sibling_names(doc, tools.values())
+        findings += scan(doc, path=files.get(name), full_limit=limit, siblings=siblings, semantic=semantic)
+    for server, card in registry.servers.items():
+        path = card_path(registry.root, server) if registry.root is not None else None
+        own = [n for d in tools.values() if d.origin is not None and d.origin.server == server for n in _names(d)]
+        findings += scan_card(card, path=path, siblings=own, semantic=semantic)
     quarantined = {name: doc.quarantine for name, doc in tools.items() if doc.quarantined}
-    return SecurityReport(registry.fingerprint, len(tools), tuple(findings), quarantined, limit)
+    return SecurityReport(
+        registry.fingerprint,
+        len(tools),
+        tuple(findings),
+        quarantined,
+        limit,
+        layers_of(semantic),
+        len(registry.servers),
+    )
+
+
+def _card_texts(card: ServerCard) -> list[str]:
+    return [text for text in (card.title, card.description, card.instructions) if text]
+
+
+def _names(doc: ToolDoc) -> tuple[str, ...]:
+    return (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)

@@ -11,8 +11,13 @@ Two things decide a phrase finding's severity besides its rule:
   value) keep the rule's severity;
 - a tool the phrase names that is the tool itself is no finding, and one of the same server is ``low``;
 - a ``contexts`` entry of ``rules.yaml`` makes a match a ``low`` note: words in the match that say it names a
-  thing rather than hands it over ("the path of the system prompt"), or a match inside a quotation whose sentence
-  presents it as data ("cases such as \"ignore previous instructions\"") and gives the model no order.
+  thing rather than hands it over ("the path of the system prompt"), a match inside a quotation presented as data
+  by the words next to it ("cases such as \"ignore previous instructions\"") in a sentence that gives no order, or
+  reported speech before it ("descriptions that tell the model to …"). The note covers only those words: they are
+  masked and the phrase is looked for again in the rest of the sentence.
+
+Phrases of ``languages.yaml`` (combinations of concepts, in other languages) read the text without look-alike
+folding (:class:`Prose`), and only texts the lexicons' gate opens for.
 
 A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
 with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
@@ -29,8 +34,20 @@ from dataclasses import dataclass, replace
 
 from .encoded import MAX_DEPTH, Budget, encoded_runs, is_prose
 from .markup import example_spans, fenced_spans, markup_spans
-from .rules import CONTEXTS, ORDERS, PHRASES, RULES, SEVERITY_RANK, Phrase, Severity, at_least
-from .text import escape_invisible, hidden_runs, mixed_script_words, normalise
+from .rules import (
+    CONCEPTS,
+    CONTEXTS,
+    GATE,
+    NATIVE_ORDERS,
+    ORDERS,
+    PHRASES,
+    RULES,
+    SEVERITY_RANK,
+    Phrase,
+    Severity,
+    at_least,
+)
+from .text import escape_invisible, hidden_runs, mixed_script_words, normalise_both
 
 # A tool named by a phrase (its group "tool") that is the tool itself: no finding.
 _SELF = frozenset({"this", "it", "that", "the", "a", "an", "any", "same", "tool", "function", "one"})
@@ -123,79 +140,166 @@ def scan_text(
     return _scan(text, context, 0)
 
 
-def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
-    found: list[TextMatch] = [
+def character_matches(text: str) -> list[TextMatch]:
+    """The matches of the character rules alone (hidden characters, look-alike letters): all an identifier is
+    checked for as it is written (its words are read apart)."""
+    return [
         *(rule_match("invisible-unicode", text, s, e, note=n) for s, e, n in hidden_runs(text)),
         *(rule_match("homoglyph", text, s, e, note=n) for s, e, n in mixed_script_words(text)),
     ]
-    normal, where = normalise(text)
-    for rule, start, end in markup_spans(normal):
-        found.append(_back(text, where, rule, start, end))
+
+
+@dataclass(frozen=True)
+class Prose:
+    """A text as the phrase rules read it, twice over: ``folded`` (look-alike letters read as Latin: the English
+    phrases) and ``native`` (as written: the lexicons of other languages). Same length, same positions."""
+
+    folded: str
+    native: str
+
+    def of(self, phrase: Phrase) -> str:
+        return self.native if phrase.native else self.folded
+
+    def masked(self, start: int, end: int) -> Prose:
+        """Both texts with ``[start:end]`` blanked (same length)."""
+        blank = " " * (end - start)
+        return Prose(self.folded[:start] + blank + self.folded[end:], self.native[:start] + blank + self.native[end:])
+
+
+def _as_prose(normal: str) -> str:
     prose = _BREAK.sub(_as_break, normal)  # a phrase does not run across paragraphs, headings or list items …
     for lo, hi in fenced_spans(normal):
         prose = prose[:lo] + normal[lo:hi] + prose[hi:]  # … but code is code: a "#" line there is a comment
-    examples = [(0, len(prose))] if context.example else example_spans(normal)
+    return prose
+
+
+def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
+    found = character_matches(text)
+    normal, native, where = normalise_both(text)
+    for rule, start, end in markup_spans(normal):
+        found.append(_back(text, where, rule, start, end))
+    folded_prose = _as_prose(normal)
+    prose = Prose(folded_prose, folded_prose if native == normal else _as_prose(native))
+    lexicons = GATE.opens(prose.native)
+    present: dict[str, bool] = {}
+
+    def has(concept: str) -> bool:
+        if concept not in present:
+            present[concept] = CONCEPTS[concept].search(prose.native) is not None
+        return present[concept]
+
+    examples = [(0, len(folded_prose))] if context.example else example_spans(normal)
     for phrase in PHRASES:
-        spans = examples if phrase.scope == "example" else [(0, len(prose))]
+        if phrase.needs and not (lexicons and all(has(concept) for concept in phrase.needs)):
+            continue  # a combination of the lexicons whose concepts are not all in the text
+        spans = examples if phrase.scope == "example" else [(0, len(folded_prose))]
         for lo, hi in spans:
-            for m in phrase.pattern.finditer(prose, lo, hi):
-                match = _phrase_match(text, where, prose, phrase, m, context)
-                if match is not None:
-                    found.append(match)
+            for m in phrase.pattern.finditer(prose.of(phrase), lo, hi):
+                found += _phrase_matches(text, where, prose, phrase, m, context)
     if depth < MAX_DEPTH:
         found += _decoded_matches(text, where, normal, context, depth)
     found.sort(key=lambda m: (m.start, -SEVERITY_RANK[m.severity], m.rule))
     return _dedupe(text, found)
 
 
+_RESCANS = 3  # mentions masked in one sentence before the rest of it is read as it is
+
+
+def _phrase_matches(
+    text: str, where: Sequence[int], prose: Prose, phrase: Phrase, m: re.Match[str], context: _Context
+) -> list[TextMatch]:
+    """The findings of one phrase match. A context that makes it a mention covers only the words it matched: they
+    are masked, and the phrase is looked for again in the rest of the sentence ("pass the path of the system prompt
+    and the conversation history" still passes the conversation history)."""
+    out: list[TextMatch] = []
+    for _ in range(_RESCANS + 1):
+        match, covered = _phrase_match(text, where, prose, phrase, m, context)
+        if match is not None:
+            out.append(match)
+        if covered is None:
+            break
+        lo, hi = sentence_of(prose.of(phrase), m.start(), m.end())
+        prose = prose.masked(*covered)
+        again = phrase.pattern.search(prose.of(phrase), max(lo, m.start()), hi)
+        if again is None:
+            break
+        m = again
+    return out
+
+
 def _phrase_match(
-    text: str, where: Sequence[int], prose: str, phrase: Phrase, m: re.Match[str], context: _Context
-) -> TextMatch | None:
-    """The finding of one phrase match, at the severity the sentence and the named tool give it."""
+    text: str, where: Sequence[int], prose: Prose, phrase: Phrase, m: re.Match[str], context: _Context
+) -> tuple[TextMatch | None, tuple[int, int] | None]:
+    """The finding of one phrase match, at the severity the sentence and the named tool give it, and the span of
+    the words a context matched when it made the finding a mention (``None`` otherwise)."""
     if m.end() <= m.start():
-        return None
+        return None, None
     match = _back(text, where, phrase.rule, m.start(), m.end())
     tool = m.groupdict().get("tool")
     if tool is not None:
         name = tool.strip("`'\".,:;()")
         if name.casefold() in _SELF or name.casefold() in context.own:
-            return None
+            return None, None
         if name.casefold() in context.siblings:
-            return replace(match, severity="low", note=f"{name} is a tool of the same server")
-    mention = _mention(prose, m.start(), m.end(), phrase.rule)
+            return replace(match, severity="low", note=f"{name} is a tool of the same server"), None
+    mention = _mention(prose, m.start(), m.end(), phrase)
     if mention is not None:
-        return replace(match, severity="low", note=mention)
-    described = RULES[phrase.rule].described
+        note, covered = mention
+        return replace(match, severity="low", note=note), covered
+    described = phrase.described or RULES[phrase.rule].described
     always = phrase.always and not context.holds_secret
     if described is not None and not always and not ordered(prose, m.start(), m.end()):
         note = "the sentence describes what the tool handles and gives the model no order: review it"
-        return replace(match, severity=described, note=note)
-    return match
+        return replace(match, severity=described, note=note), None
+    return match, None
 
 
-_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"')\]]|$)|[\u3002\uff01\uff1f\u0964]|\n[ \t]*\n")
 # A quotation: double or curly quotes around at most a line's worth of words (single quotes are apostrophes too).
 _QUOTED = re.compile(r'"[^"\n]{1,200}"|\u201c[^\u201d\n]{1,200}\u201d')
 
 
-def _quoted(prose: str, start: int, end: int) -> bool:
-    """Whether ``prose[start:end]`` lies inside one quotation of its sentence."""
+def _quotation(prose: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span of the one quotation of its sentence that holds ``prose[start:end]``, or ``None``."""
     lo, hi = sentence_of(prose, start, end)
-    return any(q.start() <= start and end <= q.end() for q in _QUOTED.finditer(prose, lo, hi))
+    for q in _QUOTED.finditer(prose, lo, hi):
+        if q.start() <= start and end <= q.end():
+            return q.start(), q.end()
+    return None
 
 
-def _mention(prose: str, start: int, end: int, rule: str) -> str | None:
-    """Why the match ``prose[start:end]`` of ``rule`` is a mention rather than an order (a ``contexts`` entry
-    of ``rules.yaml``), or ``None``."""
+_QUOTE_REACH = 60  # characters before a quotation (or after it) where the words that present it as data must be
+_REPORT_REACH = 200  # characters before a match where the words that report it ("texts that tell the model to") may be
+
+
+def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, tuple[int, int]] | None:
+    """Why the match ``[start:end]`` of ``phrase`` is a mention rather than an order (a ``contexts`` entry of
+    ``rules.yaml``), and the span of the words that make it one; or ``None``. The words must be the match's own
+    (the *path* of the system prompt) or stand next to its quotation (cases *such as* "…"): a word elsewhere in the
+    sentence says nothing about these words."""
+    read = prose.of(phrase)
     for context in CONTEXTS:
-        if rule not in context.rules:
+        if phrase.rule not in context.rules:
             continue
-        if context.where == "match" and context.pattern.search(prose, start, end) is not None:
-            return context.note
-        if context.where == "quoted" and _quoted(prose, start, end):
-            lo, hi = sentence_of(prose, start, end)
-            if context.pattern.search(prose, lo, hi) is not None and not ordered(prose, start, end):
-                return context.note
+        if context.where == "match":
+            found = context.pattern.search(read, start, end)
+            if found is not None:
+                return context.note, found.span()
+        elif context.where == "quoted":
+            quote = _quotation(read, start, end)
+            if quote is None:
+                continue
+            lo, hi = sentence_of(read, start, end)
+            near = (max(lo, quote[0] - _QUOTE_REACH), min(hi, quote[1] + _QUOTE_REACH))
+            presented = context.pattern.search(read, near[0], quote[0]) or context.pattern.search(
+                read, quote[1], near[1]
+            )
+            if presented is not None and not ordered(prose, start, end):
+                return context.note, quote
+        elif context.where == "before":
+            lo, _ = sentence_of(read, start, end)
+            if context.pattern.search(read, max(lo, start - _REPORT_REACH), start) and not ordered(prose, start, end):
+                return context.note, (start, end)
     return None
 
 
@@ -208,10 +312,14 @@ def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, after.end() if after is not None else len(text)
 
 
-def ordered(prose: str, start: int, end: int) -> bool:
-    """Whether the sentence around ``prose[start:end]`` gives the model an order (an ``orders`` pattern)."""
-    lo, hi = sentence_of(prose, start, end)
-    return any(order.search(prose, lo, hi) is not None for order in ORDERS)
+def ordered(prose: Prose | str, start: int, end: int) -> bool:
+    """Whether the sentence around ``[start:end]`` gives the model an order: an ``orders`` pattern of
+    ``rules.yaml`` in the folded text, or an order concept of ``languages.yaml`` in the text as written."""
+    texts = prose if isinstance(prose, Prose) else Prose(prose, prose)
+    lo, hi = sentence_of(texts.folded, start, end)
+    return any(order.search(texts.folded, lo, hi) is not None for order in ORDERS) or any(
+        order.search(texts.native, lo, hi) is not None for order in NATIVE_ORDERS
+    )
 
 
 def _decoded_matches(

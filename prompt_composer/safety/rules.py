@@ -1,8 +1,12 @@
 """The lint's rule table, read from ``rules.yaml`` once, when it is first used: each rule's id, severity and
 summary, the phrase rules compiled, the order patterns (what makes a sentence an order to the model) and the
-contexts (what makes a phrase finding a mention rather than an order: a note, not a quarantine). ``RULES``,
-``PHRASES``, ``ORDERS`` and ``CONTEXTS`` are loaded at their first access: compiling the phrases costs most of a
-tenth of a second, which a module that wants only the severities should not pay.
+contexts (what makes a phrase finding a mention rather than an order: a note, not a quarantine). With it, the
+lexicons of other languages in ``languages.yaml``: concepts (what "the user", "ignore", "instructions" … are
+called in each language) and the combinations of concepts in one sentence that are a rule's finding (see
+:func:`load_languages`). Every pattern of the lint is compiled here and nowhere else. The shipped parts
+(``RULES``, ``PHRASES``, ``ORDERS``, ``CONTEXTS``, ``CONCEPTS``, ``NATIVE_ORDERS``, ``GATE``) are loaded at
+their first access: compiling them costs most of a tenth of a second, which a module that wants only the
+severities should not pay.
 
 A phrase or order in the file is a regular expression that may name a shared fragment as ``{name}``; it is compiled
 with ``re.IGNORECASE`` after the fragments are put in. A bad rules file is a
@@ -15,9 +19,10 @@ Severities are outcomes (see :mod:`prompt_composer.safety.lint`): ``high`` quara
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,11 +37,13 @@ SEVERITY_RANK: Mapping[str, int] = {"low": 1, "medium": 2, "high": 3}
 QUARANTINE_SEVERITY: Severity = "high"  # findings at or above this quarantine an imported doc (and fail an audit)
 REVIEW_SEVERITY: Severity = "medium"  # findings at this severity ask a person to review the doc; no quarantine
 Scope = Literal["any", "example"]
-# Where a context pattern is looked for: in the matched words, or in the sentence around them when the match is
-# inside a quotation (a string quoted as data).
-Where = Literal["match", "quoted"]
+# Where a context pattern is looked for: in the matched words; next to the quotation that holds the match (a string
+# quoted as data); or in the words of its sentence just before it (reported speech: "descriptions that tell the
+# model to …").
+Where = Literal["match", "quoted", "before"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
+LANGUAGES_FILE = Path(__file__).with_name("languages.yaml")
 
 
 def at_least(severity: str, threshold: str) -> bool:
@@ -59,12 +66,17 @@ class Phrase:
     """A phrase rule: text matching ``pattern`` (in the normalised text) is a finding of ``rule``.
 
     ``scope`` "example" matches only in example values and example blocks (what the model copies into a call);
-    ``always`` keeps the rule's severity even where the sentence gives no order (see :attr:`Rule.described`)."""
+    ``always`` keeps the rule's severity even where the sentence gives no order (see :attr:`Rule.described`);
+    ``described`` gives this phrase a severity of its own in a sentence that gives no order (a rule's ``high``
+    phrase "skip every confirmation" may be a parameter's description: reviewed unless the sentence orders it)."""
 
     rule: str
     pattern: re.Pattern[str]
     scope: Scope = "any"
     always: bool = False
+    described: Severity | None = None
+    needs: tuple[str, ...] = ()  # concepts of languages.yaml that must all be in the text (checked in this order)
+    native: bool = False  # matched on the text without look-alike folding (Cyrillic and Greek read as themselves)
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class _PhraseEntry(BaseModel):
     pattern: str
     scope: Scope = "any"
     always: bool = False
+    described: Severity | None = None
 
 
 class _ContextEntry(BaseModel):
@@ -108,6 +121,34 @@ class _ContextEntry(BaseModel):
     where: Where
     pattern: str
     note: str
+
+
+class _CombinationEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str
+    all: list[str] = Field(min_length=1, max_length=3)
+    within: int = Field(default=80, ge=0, le=400)
+    described: Severity | None = None
+    always: bool = False
+
+
+class _GateEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    foreign: str
+    english: list[str]
+    share: float = Field(default=0.15, gt=0, lt=1)
+
+
+class _LanguagesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    languages: list[str] = Field(min_length=1)
+    gate: _GateEntry
+    concepts: dict[str, str]
+    combinations: list[_CombinationEntry] = Field(default_factory=list)
+    orders: list[str] = Field(default_factory=list)
 
 
 class _RulesFile(BaseModel):
@@ -179,7 +220,7 @@ def _phrase(
     pattern = _compiled(path, lines, (*where, "pattern"), entry.pattern, fragments)
     if isinstance(pattern, Problem):
         return pattern
-    return Phrase(entry.rule, pattern, entry.scope, entry.always)
+    return Phrase(entry.rule, pattern, entry.scope, entry.always, entry.described)
 
 
 def _context(
@@ -202,19 +243,131 @@ def _context(
 
 
 @dataclass(frozen=True)
+class Gate:
+    """Which texts the lexicons read: a text with a ``foreign`` match (a letter of another script, a word of another
+    language), or one whose words are less than ``share`` English function words (``english``). A text of English
+    prose is read by the phrases alone; the gate spares the lexicons' cost there, not their findings."""
+
+    foreign: re.Pattern[str]
+    english: frozenset[str]
+    share: float
+
+    def opens(self, text: str) -> bool:
+        if self.foreign.search(text) is not None:
+            return True
+        words = _ASCII_WORD.findall(text)
+        if len(words) < _FEWEST_WORDS:
+            return False  # a name or a value of a word or two: no sentence in any language that uses these letters
+        common = sum(1 for word in words if word.lower() in self.english)
+        return common < self.share * len(words)
+
+
+_ASCII_WORD = re.compile(r"[A-Za-z]+")
+_FEWEST_WORDS = 3
+_CLOSED = Gate(re.compile(r"(?!)"), frozenset(), 0.5)  # no lexicons: a gate that never opens (see RuleSet.gate)
+
+
+@dataclass(frozen=True)
 class RuleSet:
     """What ``rules.yaml`` holds: the rules by id, the phrase rules, the order patterns and the contexts,
-    compiled."""
+    compiled; and what ``languages.yaml`` adds: its concepts, its order concepts (matched on the unfolded text)
+    and its combinations as phrases (``needs`` and ``native`` set)."""
 
     rules: Mapping[str, Rule]
     phrases: tuple[Phrase, ...]
     orders: tuple[re.Pattern[str], ...]
     contexts: tuple[Context, ...] = ()
+    concepts: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
+    native_orders: tuple[re.Pattern[str], ...] = ()
+    gate: Gate = _CLOSED
+    languages: tuple[str, ...] = ()  # the languages the lexicons read (ISO 639-1)
 
 
-def load_rule_set(path: Path = RULES_FILE) -> RuleSet:
-    """The rules of ``path`` by id, its phrase rules and order patterns compiled, each in file order. Raises
-    :class:`~prompt_composer.errors.LoadError` listing every problem of the file at its line."""
+# Between two concepts of a combination: any characters of one sentence (a "." inside a path or a number is none
+# of its ends), at most ``within`` of them.
+_GAP = r"(?:[^.!?\n\u3002\uff01\uff1f\u0964]|\.(?=\S)){{0,{within}}}?"
+
+
+def _combination(
+    path: Path,
+    lines: LineMap,
+    index: int,
+    entry: _CombinationEntry,
+    rules: Mapping[str, Rule],
+    concepts: Mapping[str, str],
+) -> Phrase | Problem:
+    """The combination ``combinations[index]`` as a phrase: its concepts in one sentence, in any order."""
+    where = ("combinations", index)
+    if entry.rule not in rules:
+        message = f"combinations.{index}.rule: unknown rule {entry.rule!r}"
+        return Problem(path, line_of(lines, (*where, "rule")), message)
+    unknown = [name for name in entry.all if name not in concepts]
+    if unknown:
+        message = f"combinations.{index}.all: unknown concept {unknown[0]!r}"
+        return Problem(path, line_of(lines, (*where, "all")), message)
+    gap = _GAP.format(within=entry.within)
+    orders = itertools.permutations(entry.all) if len(entry.all) > 1 else [tuple(entry.all)]
+    source = "|".join(gap.join(f"(?:{concepts[name]})" for name in order) for order in orders)
+    try:
+        pattern = re.compile(source, re.IGNORECASE)
+    except re.error as exc:
+        message = f"combinations.{index}: not a valid regular expression: {exc}"
+        return Problem(path, line_of(lines, where), message)
+    return Phrase(entry.rule, pattern, "any", entry.always, entry.described, tuple(entry.all), native=True)
+
+
+def load_languages(
+    path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
+) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
+    """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular
+    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml``), each
+    combination as a phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every
+    problem at its line."""
+    spec, lines, problems = load_model(path, _LanguagesFile)
+    if spec is None:
+        raise LoadError(problems)
+    gate = _CLOSED
+    try:  # case-sensitive: under IGNORECASE a range of accented letters would take in "i" (dotless ı) and "s" (ſ)
+        gate = Gate(
+            re.compile(_joined(spec.gate.foreign)), frozenset(w.lower() for w in spec.gate.english), spec.gate.share
+        )
+    except re.error as exc:
+        problems.append(
+            Problem(path, line_of(lines, ("gate", "foreign")), f"gate.foreign: not a valid regular expression: {exc}")
+        )
+    sources: dict[str, str] = {}
+    concepts: dict[str, re.Pattern[str]] = {}
+    for name, text in spec.concepts.items():
+        compiled = _compiled(path, lines, ("concepts", name), text, fragments)
+        if isinstance(compiled, Problem):
+            problems.append(compiled)
+        else:
+            concepts[name] = compiled
+            sources[name] = compiled.pattern
+    phrases: list[Phrase] = []
+    for index, entry in enumerate(spec.combinations):
+        phrase = _combination(path, lines, index, entry, rules, sources)
+        if isinstance(phrase, Problem):
+            problems.append(phrase)
+        else:
+            phrases.append(phrase)
+    orders: list[re.Pattern[str]] = []
+    for index, name in enumerate(spec.orders):
+        if name not in concepts:
+            problems.append(
+                Problem(path, line_of(lines, ("orders", index)), f"orders.{index}: unknown concept {name!r}")
+            )
+        else:
+            orders.append(concepts[name])
+    if problems:
+        raise LoadError(problems)
+    return tuple(spec.languages), gate, concepts, phrases, orders
+
+
+def load_rule_set(path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FILE) -> RuleSet:
+    """The rules of ``path`` by id, its phrase rules and order patterns compiled, each in file order, and the
+    lexicons of ``languages`` (none when it is ``None``). Raises :class:`~prompt_composer.errors.LoadError` listing
+    every problem of the file at its line."""
     spec, lines, problems = load_model(path, _RulesFile)
     if spec is None:
         raise LoadError(problems)
@@ -244,18 +397,28 @@ def load_rule_set(path: Path = RULES_FILE) -> RuleSet:
             contexts.append(context)
     if problems:
         raise LoadError(problems)
-    return RuleSet(rules, tuple(phrases), tuple(orders), tuple(contexts))
+    if languages is None:
+        return RuleSet(rules, tuple(phrases), tuple(orders), tuple(contexts))
+    codes, gate, concepts, combined, native_orders = load_languages(languages, rules, fragments)
+    return RuleSet(
+        rules, (*phrases, *combined), tuple(orders), tuple(contexts), concepts, tuple(native_orders), gate, codes
+    )
 
 
 def load_rules(path: Path = RULES_FILE) -> tuple[Mapping[str, Rule], tuple[Phrase, ...]]:
-    """The rules of ``path`` by id and its phrase rules compiled (see :func:`load_rule_set`)."""
-    rule_set = load_rule_set(path)
+    """The rules of ``path`` by id and its phrase rules compiled (see :func:`load_rule_set`; no lexicons)."""
+    rule_set = load_rule_set(path, None)
     return rule_set.rules, rule_set.phrases
+
+
+def lexicon_languages() -> tuple[str, ...]:
+    """The languages the lexicons read, by their ISO 639-1 codes (``languages`` of ``languages.yaml``)."""
+    return shipped_rule_set().languages
 
 
 @functools.cache
 def shipped_rule_set() -> RuleSet:
-    """The shipped ``rules.yaml``, loaded once."""
+    """The shipped ``rules.yaml`` and ``languages.yaml``, loaded once."""
     return load_rule_set()
 
 
@@ -264,7 +427,18 @@ RULES: Mapping[str, Rule]
 PHRASES: tuple[Phrase, ...]
 ORDERS: tuple[re.Pattern[str], ...]
 CONTEXTS: tuple[Context, ...]
-_PARTS = {"RULES": "rules", "PHRASES": "phrases", "ORDERS": "orders", "CONTEXTS": "contexts"}
+CONCEPTS: Mapping[str, re.Pattern[str]]
+NATIVE_ORDERS: tuple[re.Pattern[str], ...]
+GATE: Gate
+_PARTS = {
+    "RULES": "rules",
+    "PHRASES": "phrases",
+    "ORDERS": "orders",
+    "CONTEXTS": "contexts",
+    "CONCEPTS": "concepts",
+    "NATIVE_ORDERS": "native_orders",
+    "GATE": "gate",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -83,9 +83,20 @@ def _is_emoji(ch: str) -> bool:
     return bool(ch) and (unicodedata.category(ch) == "So" or 0x1F000 <= ord(ch) <= 0x1FAFF)
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def plain_ascii(text: str) -> bool:
+    """Whether ``text`` is ASCII without control characters (tab and line breaks aside): nothing in it is hidden or
+    a look-alike, and normalising leaves it as it is (the fast path of most tool text)."""
+    return text.isascii() and _ASCII_CONTROL.search(text) is None
+
+
 def hidden_runs(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, note)`` of each run of hidden characters in ``text``; the note says what they are, and what
     tag characters or variation selectors among them spell."""
+    if plain_ascii(text):
+        return
     index = 0
     while index < len(text):
         kind = invisible_kind(text[index])
@@ -124,6 +135,8 @@ def _is_confusable(ch: str) -> bool:
 def mixed_script_words(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, note)`` of each word mixing Latin letters with Cyrillic or Greek look-alikes; the note shows
     the word with the look-alikes escaped."""
+    if text.isascii():
+        return
     for word in _WORD.finditer(text):
         token = word.group()
         if _LATIN_LETTER.search(token) and any(_is_confusable(c) for c in token):
@@ -133,21 +146,36 @@ def mixed_script_words(text: str) -> Iterator[tuple[int, int, str]]:
 
 def normalise(text: str) -> tuple[str, list[int]]:
     """The text phrase rules read, and for each of its characters the index of the original character."""
-    chars: list[str] = []
+    folded, _, where = normalise_both(text)
+    return folded, where
+
+
+def normalise_both(text: str) -> tuple[str, str, list[int]]:
+    """The normalised text twice, and the map back to ``text``: with Cyrillic and Greek look-alikes read as Latin
+    (what the English phrase rules read, so that smuggling cannot hide an instruction), and without (what the
+    lexicons of other languages read: in a Russian sentence those letters are Russian). Both have the same length,
+    so one map serves both."""
+    if plain_ascii(text):
+        return text, text, list(range(len(text)))
+    folded: list[str] = []
+    native: list[str] = []
     where: list[int] = []
     for index, ch in enumerate(text):
         cp = ord(ch)
         if 0xE0020 <= cp <= 0xE007E:
-            chars.append(chr(cp - 0xE0000))
+            folded.append(chr(cp - 0xE0000))
+            native.append(folded[-1])
             where.append(index)
             continue
         if invisible_kind(ch) is not None:
             continue
         if cp < 0x80:
-            chars.append(ch)
+            folded.append(ch)
+            native.append(ch)
             where.append(index)
             continue
-        for c in unicodedata.normalize("NFKC", ch).translate(_CONFUSABLES):
-            chars.append(c)
+        for c in unicodedata.normalize("NFKC", ch):
+            folded.append(c.translate(_CONFUSABLES))
+            native.append(c)
             where.append(index)
-    return "".join(chars), where
+    return "".join(folded), "".join(native), where

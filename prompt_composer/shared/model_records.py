@@ -330,11 +330,14 @@ def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
 def definition(model: type[BaseModel]) -> str | None:
     """A hash of what validating as ``model`` depends on: pydantic's and pydantic-core's versions, and
     :func:`~.sources.source_digest` of the modules defining ``model`` and the models its fields hold (their
-    validators are there). ``None`` when a source cannot be read, or the model has no record: then nothing is
-    trusted. Once per class."""
+    validators are there), and of the modules each of those classes names in its ``definition_modules`` class
+    variable (where a validator's helpers live, when not beside it). ``None`` when a source cannot be read (or such
+    a module is not imported), or the model has no record: then nothing is trusted. Once per class."""
     if model not in _DEFINITIONS:
         try:
-            modules = {cls.__module__ for cls in _models(model)}
+            classes = _models(model)
+            modules = {cls.__module__ for cls in classes}
+            modules.update(name for cls in classes for name in getattr(cls, "definition_modules", ()))
             _DEFINITIONS[model] = source_digest(modules, salt=f"{pydantic.VERSION}\0{pydantic_core.__version__}")
         except Unrecordable:
             _DEFINITIONS[model] = None

@@ -113,6 +113,11 @@ class RankedSearch(ToolSearch):
         ranked = tuple(Hit(n, "mcp", 1.0 - i / 10, sim, "") for i, (n, sim) in enumerate(self.hits))
         return SearchResult(query, mode.slug, "keyword", ranked[:limit], len(ranked), 0.9)
 
+    def search_ranked(
+        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None
+    ) -> tuple[SearchResult, list[str]]:
+        return self.search(query, mode, limit=limit, strategy=strategy), [n for n, _sim in self.hits]
+
 
 def test_the_confidence_floor_ends_the_preselection_at_the_first_hit_below_it() -> None:
     """A better-ranked tool under the floor is not skipped for a worse-ranked one above it."""
@@ -142,6 +147,12 @@ class FusedSearch(ToolSearch):
         self.asked.append(used)
         hits = tuple(Hit(n, "mcp", 1.0 - i / 10, 0.5, "") for i, n in enumerate(self.rankings[used]))
         return SearchResult(query, mode.slug, used, hits[:limit], len(hits), 0.9)
+
+    def search_ranked(
+        self, query: str, mode: Any, *, limit: int = 5, strategy: Any = None
+    ) -> tuple[SearchResult, list[str]]:
+        result = self.search(query, mode, limit=limit, strategy=strategy)
+        return result, list(self.rankings[result.strategy])
 
 
 def test_nothing_is_preselected_when_the_keywords_rank_a_permanent_tool_first() -> None:

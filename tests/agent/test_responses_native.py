@@ -197,10 +197,11 @@ def test_the_server_refuses_what_the_real_api_would() -> None:
 def test_run_native_over_responses_and_native_with_chat_completions_is_an_error(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")  # a key is checked first; the refusal comes before any request
     assert main(["run", "--provider", "openai", "--native", "--mode", "code", "--task", "x"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "openai-responses" in err
+    monkeypatch.delenv("OPENAI_API_KEY")
     script = [
         tool_search_reply("list the files in a folder"),
         tool_use_reply(("c1", "read_file", {"path": "README.md"})),

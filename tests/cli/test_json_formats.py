@@ -31,6 +31,7 @@ TOOL_IMPORT = {
     "server": str,
     "changes": list,
     "vanished": list,
+    "card": dict,
     "files": list,
     "report": list,
 }
@@ -139,7 +140,12 @@ def test_import_json_report_as_json(capsys: pytest.CaptureFixture[str], tmp_path
     (change,) = data["changes"]
     conforms(change, TOOL_CHANGE)
     assert (change["name"], change["action"], change["quarantine"]) == ("get_time", "add", [])
-    assert data["files"] == ["get_time.yaml"]
+    assert data["files"] == ["get_time.yaml", "servers/clock.yaml"]  # the tool, and its server's card
+    assert (data["card"]["path"], data["card"]["action"], data["card"]["source"]) == (
+        "servers/clock.yaml",
+        "add",
+        "drafted",
+    )
     code, data = run_json(capsys, "import", "json", str(tools), "--out", str(out), "--format", "json")
     assert code == 0 and data["dry_run"] is False
     assert (out / "get_time.yaml").is_file()

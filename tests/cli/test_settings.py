@@ -46,6 +46,8 @@ def test_init_then_every_command_finds_the_docs_through_pyproject(
     code, out, err = run(capsys, "init", str(project / "my_docs"))
     assert code == 0, err
     assert "[tool.prompt-composer]" in out and 'default-mode = "helper"' in out
+    hint = f"#   prompt-composer import mcp --out {project / 'my_docs'} --servers .mcp.json --prefix '{{server}}_'"
+    assert hint in err.splitlines()  # a line of its own, after the settings (not a newline shown escaped)
     # What init printed, appended to the project's pyproject.toml, is all the setup there is.
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\n\n' + out, encoding="utf-8")
     code, out, err = run(capsys, "validate")

@@ -47,6 +47,7 @@ BASE_MODULES = frozenset(
 COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
 PARSER_MODULES = BASE_MODULES | {
     *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
+    "prompt_composer.cli.lint_layers",  # audit's --semantic option (the layer itself is imported when made)
     "prompt_composer.learn",
     "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
     "prompt_composer.local",
@@ -60,7 +61,7 @@ PARSER_MODULES = BASE_MODULES | {
 }
 # A command line that names its subcommand builds that module's parsers alone (cli.COMMANDS).
 ALONE_MODULES = {
-    "compose": BASE_MODULES | {"prompt_composer.cli.registry"},
+    "compose": BASE_MODULES | {"prompt_composer.cli.registry", "prompt_composer.cli.lint_layers"},
     "import": BASE_MODULES
     | {
         "prompt_composer.cli.interop",
@@ -68,7 +69,7 @@ ALONE_MODULES = {
     },
 }
 CORE_MODULES = (
-    "access bounds builtins composer counts definitions docs fetch mentions modes precompiled prompt registry "
+    "access bounds builtins cards composer counts definitions docs fetch mentions modes precompiled prompt registry "
     "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
 )
 # What a warm `compose` imports (of the agent layer, the providers module only for a format not the composer's own;

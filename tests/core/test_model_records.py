@@ -5,6 +5,7 @@ the one pydantic's serializer writes."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from benchmarks.large_catalog import build_large
 from benchmarks.search_corpora import missing_files
 from prompt_composer import ModeConfig, Registry, ToolDoc, load_registry
+from prompt_composer.core.cards import ServerCard
 from prompt_composer.shared.model_records import Unrecordable, definition, dumps, rebuild, record
 
 
@@ -46,6 +48,7 @@ def models(registry: Registry) -> Iterator[BaseModel]:
     yield from registry.tools.values()
     yield from (mode.config for mode in registry.modes.values())
     yield from registry.groups.values()
+    yield from registry.servers.values()
 
 
 @pytest.mark.parametrize("which", ["shipped", "large"])
@@ -201,6 +204,42 @@ def test_the_definition_follows_the_source_of_the_model(tmp_path: Path, monkeypa
     assert definition(ToolDoc) == definition(ToolDoc) is not None
 
 
+HELPED_SOURCE = """
+from typing import ClassVar
+from pydantic import BaseModel, ConfigDict, field_validator
+from records_helper import check
+
+class Helped(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    definition_modules: ClassVar[tuple[str, ...]] = ("records_helper",)
+    a: str
+
+    @field_validator("a")
+    @classmethod
+    def _check(cls, value: str) -> str:
+        return check(value)
+"""
+
+
+def test_the_definition_follows_the_modules_a_model_names_for_its_validators(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A validator's helper in another module (a server card's sentence count is core/docs.py's) is part of the
+    definition when the model names its module: editing the helper alone makes a new definition."""
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    helper, model = tmp_path / "records_helper.py", tmp_path / "records_helped.py"
+    model.write_text(HELPED_SOURCE)
+    helper.write_text("def check(value: str) -> str:\n    return value\n")
+    load_module(helper, "records_helper")
+    first = definition(load_module(model, "records_helped").Helped)
+    helper.write_text("def check(value: str) -> str:\n    return value.strip()\n")
+    load_module(helper, "records_helper")
+    second = definition(load_module(model, "records_helped").Helped)
+    assert first is not None and second not in (None, first)
+    assert ServerCard.definition_modules == ("prompt_composer.core.docs",)
+    assert "definition_modules" not in ServerCard.model_fields
+
+
 def old_fingerprint_text(registry: Registry) -> str:
     payload: dict[str, Any] = {
         "tools": [
@@ -211,6 +250,8 @@ def old_fingerprint_text(registry: Registry) -> str:
     }
     if registry.groups:
         payload["groups"] = [group.model_dump(mode="json") for group in registry.groups.values()]
+    if registry.servers:
+        payload["servers"] = [card.model_dump(mode="json") for card in registry.servers.values()]
     return json.dumps(payload, sort_keys=True, ensure_ascii=False)
 
 
@@ -225,10 +266,14 @@ def test_dumps_writes_models_as_pydantic_does(which: str, request: pytest.Fixtur
         ],
         "modes": [mode.config for mode in registry.modes.values()],
         **({"groups": list(registry.groups.values())} if registry.groups else {}),
+        **({"servers": list(registry.servers.values())} if registry.servers else {}),
     }
     assert dumps(payload, lambda: pytest.fail("no fallback"), sort_keys=True, ensure_ascii=False) == (
         old_fingerprint_text(registry)
     )
+    # and the registry's own fingerprint is that text's, server cards included (the large catalog has them)
+    assert registry.fingerprint == hashlib.sha256(old_fingerprint_text(registry).encode()).hexdigest()[:16]
+    assert bool(registry.servers) == (which == "large")
 
 
 def test_where_json_and_pydantic_part_ways_the_fallback_writes() -> None:

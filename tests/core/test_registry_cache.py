@@ -75,6 +75,7 @@ def age(root: Path, seconds: int = 3600) -> None:
 def same(a: Registry, b: Registry) -> None:
     assert a.fingerprint == b.fingerprint
     assert dict(a.tools) == dict(b.tools) and dict(a.modes) == dict(b.modes) and dict(a.groups) == dict(b.groups)
+    assert dict(a.servers) == dict(b.servers)
 
 
 def document(root: Path) -> dict[str, Any]:
@@ -493,3 +494,44 @@ def test_a_load_that_changes_nothing_writes_nothing(docs: Path, cache: Path) -> 
     os.utime(cache_file(docs), ns=(written - HOUR_NS, written - HOUR_NS))
     load_registry(docs)
     assert cache_file(docs).stat().st_mtime_ns == written - HOUR_NS
+
+
+CARD = """\
+name: memory
+description: Persistent memory in a local knowledge graph. It remembers facts about the user across chats.
+source: human
+"""
+
+
+def test_server_cards_load_through_the_cache_and_an_edit_of_one_is_seen(
+    docs: Path, cache: Path, parsed: list[str]
+) -> None:
+    """A card (servers/<server>.yaml) is cached like a tool doc: a warm load parses nothing, an edit that keeps its
+    size and modification time is seen (only that card parsed again), and a card broken after it was cached is
+    refused at its own line, as a load without the cache refuses it."""
+    card = docs / "servers" / "memory.yaml"
+    card.parent.mkdir()
+    card.write_text(CARD)
+    age(docs)
+    first = load_registry(docs)
+    assert "servers/memory.yaml" in document(docs)["files"]
+    assert first.servers["memory"].description.startswith("Persistent memory")
+    parsed.clear()
+    same(load_registry(docs), first)
+    assert parsed == []
+    before = card.stat()
+    card.write_text(CARD.replace("Persistent", "Persisting", 1))  # same length
+    os.utime(card, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (card.stat().st_size, card.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    edited = load_registry(docs)
+    assert parsed == ["memory.yaml"]
+    assert edited.servers["memory"].description.startswith("Persisting")
+    assert edited.fingerprint != first.fingerprint
+    same(edited, load_registry(docs, cache=False))
+    card.write_text(CARD.replace("source: human", "source: guessed"))
+    with pytest.raises(LoadError) as cached:
+        load_registry(docs)
+    with pytest.raises(LoadError) as uncached:
+        load_registry(docs, cache=False)
+    assert cached.value.problems == uncached.value.problems
+    assert [(p.path.name, p.line) for p in cached.value.problems] == [("memory.yaml", 3)]

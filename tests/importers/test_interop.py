@@ -127,10 +127,7 @@ def test_the_drafted_brief_is_short_and_leaves_parameters_to_the_full_form() -> 
     }
     tool = UpstreamTool("search_issues", description, schema)
     brief = draft_brief(tool)
-    assert brief == (
-        "Search the issues of a repository. Returns matching issues, newest first. "
-        "Use it when you need to search the issues of a repository."
-    )
+    assert brief == "Search the issues of a repository. Returns matching issues, newest first."
     (doc,) = tool_docs_from_upstream([tool], server="gh")
     assert doc.brief_source == "drafted"
     assert "`per_page` (integer, optional)" in doc.full
@@ -272,16 +269,15 @@ def test_reimport_keeps_human_edits_updates_the_rest_adds_new_and_reports_vanish
     assert "update    beta  (svc: beta): updated brief, full" in stdout
     assert "add       gamma  (svc: gamma)" in stdout
     assert "vanished  gone  (svc: gone) is no longer listed upstream; doc kept" in stdout
-    assert "dry run: would write 3 file(s)" in stdout
+    assert "card      servers/svc.yaml  (drafted from the tools' names: say what the server is for" in stdout  # gamma
+    assert "dry run: would write 4 file(s)" in stdout
 
     assert run_cli(capsys, "import", "json", str(source), "--out", str(out))[0] == 0
     registry = load_registry(out)
     assert registry.tools["alpha"].brief == "Alpha, as our team uses it: run it before deploying."
     assert registry.tools["alpha"].brief_source == "human"
     assert "Alpha does one new thing." in registry.tools["alpha"].full
-    assert registry.tools["beta"].brief == (
-        "Beta does something new. Use it when you need the beta tool of the svc server."  # no verb: the name's
-    )
+    assert registry.tools["beta"].brief == "Beta does something new."
     assert registry.tools["beta"].brief_source == "drafted"
     assert set(registry.tools) == {"alpha", "beta", "gamma", "gone"}  # vanished docs are reported, not deleted
 

@@ -170,12 +170,8 @@ def test_an_mcp_server_with_two_poisoned_tools_has_exactly_those_quarantined(
     assert "2 tool(s) quarantined: no mode allows them until a person clears them" in stdout
     assert "quarantined add" not in stdout and "quarantined word_count" not in stdout
     # The drafted brief keeps none of the upstream's orders.
-    assert registry.tools["daily_quote"].brief == (
-        "Returns an inspiring quote for the day. Use it when you need an inspiring quote for the day."
-    )
-    assert registry.tools["share_note"].brief == (
-        "Shares a note with a teammate. Use it when you need to share a note with a teammate."
-    )
+    assert registry.tools["daily_quote"].brief == "Returns an inspiring quote for the day."
+    assert registry.tools["share_note"].brief == "Shares a note with a teammate."
 
     (out / "modes").mkdir()
     mode = {"slug": "all", "name": "All", "role": "You help.", "groups": ["mcp", "mcp-write"], "recent_size": 2}
