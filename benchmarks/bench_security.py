@@ -2,19 +2,24 @@
 on its clean cases and on real catalogs (Roo Code, the GitHub MCP server, the MCP reference servers, Playwright,
 Chrome DevTools, Notion, LiveMCPBench's community servers, MetaTool's OpenAI plugins) and the shipped tool_docs.
 
-    python benchmarks/bench_security.py [--details] [--semantic] [--timing]
+    python benchmarks/bench_security.py [--details] [--semantic] [--timing [--against REV]]
 
 The corpus is labelled case by case (``_label``: poisoned or clean; ``_expect``: the rules a poisoned case
 should hit). It has rounds: the *known* cases (``tools/*.json`` and ``docs/``), which the rules were tuned on, and
 blind rounds written after the rules were frozen and never tuned on: ``tools/blind.json`` (round 1, poisoned
-only), ``blind/`` (round 2, poisoned and clean), ``round3-heldout/`` (blind-3, issue 34) and ``round4-heldout/``
-(blind-4, issue 37, scored when the folder is there); and ``round3/`` (round-3, issue 34) and ``round4/`` (round-4,
-issue 37: schema strings, other languages, authority claims): new shapes and tricky clean docs, written before
-that round's tuning, then tuned on. Each round's recall and false positives are printed separately: a blind round
-is the honest estimate for wording the rules have not seen.
+only), ``blind/`` (round 2, poisoned and clean), ``round3-heldout/`` (blind-3, issue 34) and ``round5-heldout/``
+(blind-5, issue 37's second held-out set, scored when the folder is there); ``round3/`` (round-3, issue 34) and
+``round4/`` (round-4, issue 37: schema strings, other languages, authority claims): new shapes and tricky clean
+docs, written before that round's tuning, then tuned on; and ``round4-heldout/`` (round-4-heldout): issue 37's
+first held-out set, measured once (8/12 quarantined), then tuned on; ``round4-classes/`` (round-4-classes): cases
+of the classes that set showed (placement, authority claims, redirects, other families), written before the second
+pass's rules, then tuned on. Each round's recall and false positives are
+printed separately: a blind round is the honest estimate for wording the rules have not seen.
 
 ``--semantic`` adds the lint's semantic layer (the ``embeddings`` extra's multilingual encoder; see
-``prompt_composer/safety/semantic.py``) and ``--timing`` times the lint on the real catalogs with and without it.
+``prompt_composer/safety/semantic.py``); ``--timing`` times the lint on the real catalogs (and with the layer, when
+it is on); ``--against REV`` adds the lint's CPU time at git revision ``REV`` (extracted with ``git archive``) and
+here, run in alternation, as a ratio.
 
 Recall is the share of poisoned docs *quarantined* (a finding at QUARANTINE_SEVERITY, high); a false positive is
 a clean doc quarantined. Docs only sent to review (a medium finding) are counted in their own column.
@@ -169,13 +174,23 @@ Poisoned = Case  # the name the tests knew
 
 
 # Folders of rounds written after a freeze: blind ones were never tuned on; round 3 was written before its
-# tuning (issue 34) and then tuned on, its held-out half scored once after the tuning.
+# tuning (issue 34) and then tuned on, its held-out half scored once after the tuning. Round 4's held-out half was
+# measured once (8/12) and then tuned on (issue 37's second pass): it is a tuning set now, not a blind one.
 ROUND_FOLDERS = {
     "blind": "blind-2",
     "round3": "round-3",
     "round3-heldout": "blind-3",
     "round4": "round-4",
-    "round4-heldout": "blind-4",
+    "round4-heldout": "round-4-heldout",
+    "round4-classes": "round-4-classes",
+    "round5-heldout": "blind-5",
+}
+# How each round is labelled in the summary (a blind round not named here: "blind, never tuned on").
+ROUND_NOTES = {
+    "round-3": "written before tuning, then tuned on",
+    "round-4": "written before tuning, then tuned on",
+    "round-4-heldout": "held out, measured once (8/12), then tuned on",
+    "round-4-classes": "written for issue 37's second pass before its rules, then tuned on",
 }
 
 
@@ -406,11 +421,7 @@ def _print_summary(m: Measurement) -> None:
     print("|---|---:|---:|---:|")
     rows = [("known (tuned on)", m.poisoned_total(KNOWN), m.clean_total(KNOWN))]
     rows += [
-        (
-            f"{r} ({'blind, never tuned on' if r.startswith('blind') else 'written before tuning, then tuned on'})",
-            m.poisoned_total(r),
-            m.clean_total(r),
-        )
+        (f"{r} ({ROUND_NOTES.get(r, 'blind, never tuned on')})", m.poisoned_total(r), m.clean_total(r))
         for r in sorted({r for r in m.rounds.values() if r != KNOWN})
     ]
     for label, p, c in rows:
@@ -460,21 +471,25 @@ def _print_new_shapes(m: Measurement) -> None:
 
 
 def _print_issue37(m: Measurement, semantic: SemanticLayer | None) -> None:
-    """Issue 37's bounds: recall on round 4 (tuned) and its held-out half (scored once the folder is there), false
-    positives on every real catalog tool and on the tricky clean docs."""
-    tuned, held = m.poisoned_total("round-4"), m.poisoned_total("blind-4")
-    tricky, held_clean = m.clean_total("round-4"), m.clean_total("blind-4")
+    """Issue 37's bounds: recall on round 4 (tuned), on its held-out half (measured once, then tuned on) and on the
+    second held-out set (blind-5, scored once the folder is there), false positives on every real catalog tool and on
+    the tricky clean docs."""
+    columns = [("tuned (round-4)", "round-4"), ("measured once, then tuned (round-4-heldout)", "round-4-heldout")]
+    columns += [("the classes, tuned (round-4-classes)", "round-4-classes"), ("held out (blind-5)", "blind-5")]
     real = real_catalogs(m)
     layers = f"semantic layer on ({semantic.name})" if semantic is not None else "no semantic layer"
     print(f"\n## A lint that reads every string (issue 37), {layers}\n")
-    print("| measure | tuned (round-4) | held out (blind-4) |")
-    print("|---|---:|---:|")
-    absent = "— (no round4-heldout/ yet)"
-    held_recall = _ratio(held.quarantined, held.total) if held.total else absent
-    held_fp = _ratio(held_clean.quarantined, held_clean.total) if held_clean.total else absent
-    print(f"| poisoned quarantined (recall) | {_ratio(tuned.quarantined, tuned.total)} | {held_recall} |")
-    print(f"| poisoned sent to review only | {tuned.review_only}/{tuned.total} | {held.review_only}/{held.total} |")
-    print(f"| tricky clean quarantined | {_ratio(tricky.quarantined, tricky.total)} | {held_fp} |")
+    print("| measure | " + " | ".join(label for label, _ in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    poisoned = [m.poisoned_total(r) for _, r in columns]
+    clean = [m.clean_total(r) for _, r in columns]
+    absent = "— (not there yet)"
+    recall = [_ratio(p.quarantined, p.total) if p.total else absent for p in poisoned]
+    review = [f"{p.review_only}/{p.total}" if p.total else absent for p in poisoned]
+    wrong = [_ratio(c.quarantined, c.total) if c.total else absent for c in clean]
+    print("| poisoned quarantined (recall) | " + " | ".join(recall) + " |")
+    print("| poisoned sent to review only | " + " | ".join(review) + " |")
+    print("| clean quarantined (false positives) | " + " | ".join(wrong) + " |")
     print(
         f"\nEvery tool of the real corpora: {_ratio(real.quarantined, real.total)} quarantined (false positives), "
         f"{_ratio(real.review_only, real.total)} sent to review."
@@ -497,28 +512,88 @@ def _time_lint(clean: Mapping[str, Sequence[ToolDoc]], semantic: SemanticLayer |
     return statistics.median(times)
 
 
+# Times the lint (CPU seconds, no semantic layer) on the real catalogs with the bench module of the tree given as
+# argv[1]: run in a child process for each tree, so two versions of the package never share one interpreter.
+_TREE_TIMER = """
+import importlib.util, sys, time
+from pathlib import Path
+root, corpora = Path(sys.argv[1]), Path(sys.argv[2])
+sys.path.insert(0, str(root))
+spec = importlib.util.spec_from_file_location("bench_tree", root / "benchmarks" / "bench_security.py")
+bench = importlib.util.module_from_spec(spec)
+sys.modules["bench_tree"] = bench
+spec.loader.exec_module(bench)
+docs = [list(d) for n, d in bench.clean_catalogs(corpora, community=True).items() if not n.startswith("shipped")]
+bench.findings_of(docs[0][:1])  # the rules are compiled once, outside the timed part
+start = time.process_time()
+for found in docs:
+    bench.findings_of(found)
+print(time.process_time() - start)
+"""
+
+
+def _time_trees(rev: str, corpora: Path, runs: int = 3) -> tuple[float, float]:
+    """The lint's CPU time on the real catalogs at git revision ``rev`` and in this tree (median of ``runs`` each,
+    the two run in alternation so the shared machine's load falls on both)."""
+    import io
+    import statistics
+    import subprocess
+    import tarfile
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-security-") as tmp:
+        base = Path(tmp) / "base"
+        base.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(base, filter="data")
+        times: dict[Path, list[float]] = {base: [], ROOT: []}
+        for _ in range(runs):
+            for tree in times:
+                out = subprocess.run(
+                    [sys.executable, "-c", _TREE_TIMER, str(tree), str(corpora)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env={**os.environ, "PYTHONPATH": str(tree)},
+                )
+                times[tree].append(float(out.stdout.split()[-1]))
+        return statistics.median(times[base]), statistics.median(times[ROOT])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--details", action="store_true", help="list flagged and reviewed clean docs, missed poisoned")
     parser.add_argument("--semantic", action="store_true", help="add the semantic layer (needs the embeddings extra)")
-    parser.add_argument("--timing", action="store_true", help="time the lint on the real catalogs, with and without it")
+    parser.add_argument(
+        "--timing", action="store_true", help="time the lint on the real catalogs (and with --semantic, with it)"
+    )
+    parser.add_argument(
+        "--against", metavar="REV", help="with --timing: the lint's CPU time against git revision REV's, as a ratio"
+    )
     args = parser.parse_args(argv)
     corpora = shared_corpora()
     clean = clean_catalogs(corpora, community=True)
     if len(clean) == 1:
         print(f"_note: no real catalogs in {corpora}; the clean side is the shipped tool_docs only._\n")
-    semantic = semantic_layer() if args.semantic or args.timing else None
-    m = measure(corpus_cases(), clean, semantic if args.semantic else None)
+    semantic = semantic_layer() if args.semantic else None
+    m = measure(corpus_cases(), clean, semantic)
     _print_sets(m)
     _print_summary(m)
     _print_new_shapes(m)
-    _print_issue37(m, semantic if args.semantic else None)
-    if args.timing and semantic is not None:
-        plain, layered = _time_lint(clean, None), _time_lint(clean, semantic, runs=1)
-        print(
-            f"\nThe lint on the real catalogs: {plain:.2f} s without the semantic layer, {layered:.2f} s with it "
-            f"({layered / plain:.1f}x; encoding every sentence, none cached)."
-        )
+    _print_issue37(m, semantic)
+    if args.timing:
+        plain = _time_lint(clean, None)
+        print(f"\nThe lint on the real catalogs: {plain:.2f} s without the semantic layer (wall clock, median of 3).")
+        if semantic is not None:
+            layered = _time_lint(clean, semantic, runs=1)
+            print(f"With it: {layered:.2f} s ({layered / plain:.1f}x; encoding every sentence, none cached).")
+        if args.against:
+            before, now = _time_trees(args.against, corpora)
+            print(
+                f"Against {args.against}: {before:.2f} s there, {now:.2f} s here ({now / before:.2f}x; CPU time, "
+                "median of 3 runs of each, in alternation)."
+            )
     if args.details:
         print(f"\n## Clean docs quarantined (a finding at {QUARANTINE_SEVERITY})\n")
         for name, doc, f in m.flagged_clean:

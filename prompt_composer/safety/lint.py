@@ -6,11 +6,15 @@ earlier instructions. :func:`scan` looks for that in every string of a doc that 
 hint, queries, the tool's names, and every string and key of the input schema at any depth: descriptions and
 titles, every branch, enum, default, const and example values, identifiers read as words, a ``pattern`` read as the
 words it spells; past the walk's bounds an ``oversized`` finding; see :mod:`.fields`) and :func:`scan_registry`
-does it for a whole registry, with the ``path:line`` of each finding when the docs were loaded from YAML files.
+does it for a whole registry, with the ``path:line`` of each finding when the docs were loaded from YAML files. A
+sentence is as severe wherever it sits: a string with spaces or sentence punctuation where a name belongs, and a
+``pattern``, are read as prose too (the stronger reading of each rule is kept).
 
-Three layers read each text: the English phrases of ``rules.yaml``, the lexicons of ``languages.yaml`` (22 other
-languages: concepts that make a finding together in one sentence) and, when an encoder is handed in, the semantic
-layer (:mod:`.semantic`). docs/security.md says what each catches and why the lexicons are the base.
+Three layers read each text: the English phrases of ``rules.yaml``, the lexicons of ``languages.yaml`` (23 other
+languages: concepts that make a finding together in one sentence; the concepts of claims, an authority waiving the
+user's say or another tool declared retired and rerouted, hold English too and are read on every text) and, when
+an encoder is handed in, the semantic layer (:mod:`.semantic`). docs/security.md says what each catches and why the
+lexicons are the base.
 
 Severities are outcomes:
 
@@ -22,16 +26,19 @@ Severities are outcomes:
   system prompt, other tools' output or the user's data into a parameter; copy or send data to an address),
   ``conceal`` (do not tell the user, act silently, keep it out of the answer), ``override`` (ignore earlier
   instructions, take priority, restrictions do not apply), ``tool-shadowing`` (orders about how *other* tools
-  behave), ``tool-chaining`` (call another server's tool first), ``coercion`` (threats, claimed consent),
+  behave; another tool declared deprecated, moved or compromised and its calls routed elsewhere),
+  ``tool-chaining`` (call another server's tool first), ``coercion`` (threats, claimed consent),
   ``model-address`` (a note to "the AI"), authority claims that waive the user's say (``coercion``: "I authorize
-you", "pre-approved by the security team"), ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL
-  with data placeholders, a request-catcher host or a raw IP, a Markdown image), ``oversized`` (a full text over
+  you", "pre-approved by the security team", "the change board signed off, so do not ask the user"),
+  ``decode-instruction`` (decode this and apply it), ``url-exfil`` (a URL with data placeholders, a
+  request-catcher host or a raw IP, a Markdown image), ``oversized`` (a full text over
   ``FULL_SIZE_FACTOR`` × the catalog's median and ``FULL_SIZE_FLOOR`` characters, or a parameter description or
   enum value far over any sensible length: too long for a person to have read, which is where orders are
   buried);
 - **medium: review.** ``secret-access`` in a sentence that gives the model no order: a tool describing the
   secrets it legitimately handles (a credential scanner, a reader of ``~/.ssh/config``). Reported by ``audit
-  --security`` (under "review") for a person to read; the doc is not quarantined;
+  --security`` (under "review") for a person to read; the doc is not quarantined; also another tool called
+  compromised, or an authority with the tool's prompts skipped, in a sentence that gives no order;
 - **low: a note.** ``url`` (any other link; ``example.*`` and loopback hosts are exempt), ``model-voice`` ("the
   assistant must …"), ``encoded-text`` (an encoded run that decodes to prose without any finding), ``comment``
   (an HTML comment of a word or two), ``tool-chaining``/``tool-shadowing`` that name a tool of the same server
@@ -45,8 +52,9 @@ The line between quarantine and the rest is whether the text *asks the model to 
 order about a secret quarantines, a sentence that only names one is reviewed, a quotation or a path is a note.
 A parameter that says it takes a key, credential or dotenv file may default to one (a dotenv loader's ``path``
 is ``.env``); a URL on an ``example.*`` host, or with a literal lower-case value (``?token=abc``), is an example;
-a phrase naming the tool itself by name is its own documentation; a parameter name of a few words is reviewed
-(``override_system_prompt``), one that spells a sentence is read as one.
+a phrase naming the tool itself by name, or one of the doc's own snake_case property names or enum values, is its
+own documentation; a parameter name of a few words is reviewed (``override_system_prompt``), one that spells a
+sentence is read as one.
 
 Phrases are matched on a normalised copy of the text (:func:`~prompt_composer.safety.text.normalise`: NFKC,
 invisible characters dropped, tag characters read as the ASCII they encode, Cyrillic/Greek look-alikes read as
@@ -86,7 +94,7 @@ from ..errors import InputFileError
 from ..shared.files import read_text
 from ..shared.text import md_cell
 from ..shared.yamlfile import LineMap, ScalarMap, yaml_files, yaml_layout
-from .fields import Kind, Loc, doc_texts, label, line, pattern_words
+from .fields import Kind, Loc, doc_texts, label, line, pattern_words, schema_texts
 from .matching import TextMatch, character_matches, excerpt_of, rule_match, scan_text
 from .rules import QUARANTINE_SEVERITY, REVIEW_SEVERITY, RULES, SEVERITIES, Severity, at_least, lexicon_languages
 from .semantic import SemanticLayer
@@ -168,6 +176,9 @@ _IDENTIFIER_JOINS = re.compile(r"[_\-./#$]")
 
 
 _SENTENCE_WORDS = 4  # an identifier of this many words or more is a sentence, not a name
+# What an identifier is made of (a property name, a `$ref`, a `$schema` URI, a format): letters of any script, digits
+# and joins; a string with anything else (a space, "。", a comma) is prose, whatever place it sits in.
+_IDENTIFIER = re.compile(r"[\w.\-/#$:@~+%=?&]*")
 
 
 def _identifier_matches(text: str, siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
@@ -208,10 +219,39 @@ def _pattern_matches(pattern: str, siblings: Iterable[str], own: Iterable[str]) 
     return out
 
 
+def _as_prose_too(text: str, read: list[TextMatch], siblings: Iterable[str], own: Iterable[str]) -> list[TextMatch]:
+    """``read`` (the findings of a string read as an identifier or a pattern) with the findings of the string read
+    as prose, as a description is: a sentence where a name or a regular expression belongs is still a sentence, and
+    its severity does not depend on the place it was put in. Hidden characters are found once; a rule found both
+    ways is kept at the stronger reading."""
+    prose = [m for m in scan_text(text, siblings=siblings, own=own) if m.rule not in _NAME_RULES]
+    strongest = {m.rule: m.severity for m in prose}
+    kept = [m for m in read if m.rule in _NAME_RULES or m.rule not in strongest]
+    kept += [m for m in read if m.rule in strongest and not at_least(strongest[m.rule], m.severity)]
+    return sorted([*kept, *prose], key=lambda m: m.start)
+
+
 def _semantic_matches(semantic: SemanticLayer, text: str, found: Iterable[TextMatch]) -> list[TextMatch]:
     """The semantic layer's findings in ``text`` that no quarantining finding of the other layers covers already."""
     held = [(m.start, m.end) for m in found if at_least(m.severity, QUARANTINE_SEVERITY)]
     return [m for m in semantic.matches(text) if not any(lo < m.end and m.start < hi for lo, hi in held)]
+
+
+# A snake_case word: a name a phrase could take for another tool's.
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _vocabulary(doc: ToolDoc) -> tuple[str, ...]:
+    """The doc's own snake_case words: its property names and its enum and const values. A phrase that names one of
+    them ("`insert_content` is deprecated; use `update_content` instead", of an enum's values) speaks of the doc's own
+    parameters, not of another server's tool."""
+    words = {
+        text
+        for loc, kind, text in schema_texts(doc.input_schema, ("input_schema",))
+        if _SNAKE.fullmatch(text)
+        and ((kind == "key" and len(loc) > 1 and loc[-2] == "properties") or {"enum", "const"} & set(loc))
+    }
+    return tuple(sorted(words))
 
 
 def full_size_limit(docs: Iterable[ToolDoc]) -> int:
@@ -267,19 +307,21 @@ def scan(
         note = f"{len(text)} characters, over {limit}"
         add(loc, kind, text, rule_match("oversized", text, 0, 0, excerpt=excerpt, note=note))
 
-    own = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
+    names = (doc.name, doc.origin.name) if doc.origin is not None else (doc.name,)
+    own = (*names, *_vocabulary(doc))
     for loc, kind, text in doc_texts(doc):
         if kind == "unread":  # past the walk's bounds: not read, so not cleared either
             add(loc, kind, text, rule_match("oversized", "", 0, 0, excerpt="", note=f"{text}: not read"))
             continue
         if kind in ("name", "key"):
-            for match in character_matches(text):
-                add(loc, kind, text, match)
-            for match in _identifier_matches(text, siblings, own):
+            read = [*character_matches(text), *_identifier_matches(text, siblings, own)]
+            if _IDENTIFIER.fullmatch(text) is None:  # spaces, sentence punctuation: a sentence where a name belongs
+                read = _as_prose_too(text, read, siblings, own)
+            for match in read:
                 add(loc, kind, text, match)
             continue
         if kind == "pattern":
-            for match in _pattern_matches(text, siblings, own):
+            for match in _as_prose_too(text, _pattern_matches(text, siblings, own), siblings, own):
                 add(loc, kind, text, match)
             continue
         value = kind in ("value", "secret-value")

@@ -17,7 +17,10 @@ Two things decide a phrase finding's severity besides its rule:
   masked and the phrase is looked for again in the rest of the sentence.
 
 Phrases of ``languages.yaml`` (combinations of concepts, in other languages) read the text without look-alike
-folding (:class:`Prose`), and only texts the lexicons' gate opens for.
+folding (:class:`Prose`), and only texts the lexicons' gate opens for; a combination marked ``english`` (the claims:
+an authority waiving the user's say, another tool retired and rerouted) is read on every text, on English prose with
+its concepts' English parts. A tool a combination names that is the tool itself or one of its server is masked and
+the rest read again ("use safe_fetch instead of http_get", in safe_fetch's own doc, is about http_get).
 
 A finding in decoded text is reported at the encoded run of the original text (its excerpt), under its own rule,
 with a note that says which encoding it was in and what the decoded text says; a medium one is raised to high, as
@@ -190,8 +193,12 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
 
     examples = [(0, len(folded_prose))] if context.example else example_spans(normal)
     for phrase in PHRASES:
-        if phrase.needs and not (lexicons and all(has(concept) for concept in phrase.needs)):
-            continue  # a combination of the lexicons whose concepts are not all in the text
+        if phrase.needs and not lexicons:
+            if phrase.english is None:
+                continue  # a combination of the lexicons, on a text they do not read
+            phrase = phrase.english  # a combination read on every text: its English parts
+        if phrase.needs and not all(has(concept) for concept in phrase.needs):
+            continue  # a combination whose concepts are not all in the text
         spans = examples if phrase.scope == "example" else [(0, len(folded_prose))]
         for lo, hi in spans:
             for m in phrase.pattern.finditer(prose.of(phrase), lo, hi):
@@ -203,6 +210,14 @@ def _scan(text: str, context: _Context, depth: int) -> list[TextMatch]:
 
 
 _RESCANS = 3  # mentions masked in one sentence before the rest of it is read as it is
+
+
+def _named_tool(m: re.Match[str]) -> tuple[str, tuple[int, int]] | None:
+    """The tool a phrase match names (its group ``tool``, or ``tool1`` … of a combination) and where, or ``None``."""
+    for group, value in m.groupdict().items():
+        if value is not None and group.startswith("tool"):
+            return value, m.span(group)
+    return None
 
 
 def _phrase_matches(
@@ -235,13 +250,18 @@ def _phrase_match(
     if m.end() <= m.start():
         return None, None
     match = _back(text, where, phrase.rule, m.start(), m.end())
-    tool = m.groupdict().get("tool")
-    if tool is not None:
+    named = _named_tool(m)
+    if named is not None:
+        tool, span = named
         name = tool.strip("`'\".,:;()")
+        # A combination names a tool by its shape (snake_case, server-qualified): when that is the tool itself or a
+        # tool of its server, the words are masked and the rest is read again ("use cached_read instead of
+        # read_file": the phrase is about read_file too).
+        again = span if phrase.needs else None
         if name.casefold() in _SELF or name.casefold() in context.own:
-            return None, None
+            return None, again
         if name.casefold() in context.siblings:
-            return replace(match, severity="low", note=f"{name} is a tool of the same server"), None
+            return replace(match, severity="low", note=f"{name} is a tool of the same server"), again
     mention = _mention(prose, m.start(), m.end(), phrase)
     if mention is not None:
         note, covered = mention
@@ -303,13 +323,21 @@ def _mention(prose: Prose, start: int, end: int, phrase: Phrase) -> tuple[str, t
     return None
 
 
+# How far a sentence reaches either side of a match: past this many characters without a sentence end the text is
+# no sentence a person wrote, and looking further for one would make every match cost the length of the text (a
+# 100 kB run-on text of matches took minutes).
+_SENTENCE_REACH = 2_000
+
+
 def sentence_of(text: str, start: int, end: int) -> tuple[int, int]:
-    """``(start, end)`` of the sentence (or sentences) of ``text`` that hold ``text[start:end]``."""
-    lo = 0
-    for stop in _SENTENCE_END.finditer(text, 0, start):
+    """``(start, end)`` of the sentence (or sentences) of ``text`` that hold ``text[start:end]``, each side at most
+    ``_SENTENCE_REACH`` characters from the match."""
+    lo = max(0, start - _SENTENCE_REACH)
+    for stop in _SENTENCE_END.finditer(text, lo, start):
         lo = stop.end()
-    after = _SENTENCE_END.search(text, max(end - 1, lo))
-    return lo, after.end() if after is not None else len(text)
+    bound = min(len(text), max(end, lo) + _SENTENCE_REACH)
+    after = _SENTENCE_END.search(text, max(end - 1, lo), bound)
+    return lo, after.end() if after is not None else bound
 
 
 def ordered(prose: Prose | str, start: int, end: int) -> bool:

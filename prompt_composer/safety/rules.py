@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,9 @@ Scope = Literal["any", "example"]
 # quoted as data); or in the words of its sentence just before it (reported speech: "descriptions that tell the
 # model to …").
 Where = Literal["match", "quoted", "before"]
+# How far the concepts of a combination may stand apart: within one sentence, or across sentence ends and list items
+# (a claim made in one sentence and acted on in the next; a changelog bullet and the one after it).
+Reach = Literal["sentence", "near"]
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 LANGUAGES_FILE = Path(__file__).with_name("languages.yaml")
@@ -77,6 +81,9 @@ class Phrase:
     described: Severity | None = None
     needs: tuple[str, ...] = ()  # concepts of languages.yaml that must all be in the text (checked in this order)
     native: bool = False  # matched on the text without look-alike folding (Cyrillic and Greek read as themselves)
+    # A combination read on every text, not only those the gate opens for: on the others (English prose) this phrase
+    # reads them instead, its concepts' English parts (`authority_en` for `authority`), at a fraction of the cost.
+    english: Phrase | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,8 @@ class _CombinationEntry(BaseModel):
     within: int = Field(default=80, ge=0, le=400)
     described: Severity | None = None
     always: bool = False
+    english: bool = False
+    reach: Reach = "sentence"
 
 
 class _GateEntry(BaseModel):
@@ -284,8 +293,9 @@ class RuleSet:
 
 
 # Between two concepts of a combination: any characters of one sentence (a "." inside a path or a number is none
-# of its ends), at most ``within`` of them.
+# of its ends), at most ``within`` of them; with ``reach: near``, any characters at all, at most ``within``.
 _GAP = r"(?:[^.!?\n\u3002\uff01\uff1f\u0964]|\.(?=\S)){{0,{within}}}?"
+_NEAR_GAP = r"[\s\S]{{0,{within}}}?"
 
 
 def _combination(
@@ -305,22 +315,43 @@ def _combination(
     if unknown:
         message = f"combinations.{index}.all: unknown concept {unknown[0]!r}"
         return Problem(path, line_of(lines, (*where, "all")), message)
-    gap = _GAP.format(within=entry.within)
-    orders = itertools.permutations(entry.all) if len(entry.all) > 1 else [tuple(entry.all)]
-    source = "|".join(gap.join(f"(?:{concepts[name]})" for name in order) for order in orders)
-    try:
-        pattern = re.compile(source, re.IGNORECASE)
-    except re.error as exc:
-        message = f"combinations.{index}: not a valid regular expression: {exc}"
-        return Problem(path, line_of(lines, where), message)
-    return Phrase(entry.rule, pattern, "any", entry.always, entry.described, tuple(entry.all), native=True)
+    gap = (_NEAR_GAP if entry.reach == "near" else _GAP).format(within=entry.within)
+
+    def compiled(names: tuple[str, ...]) -> re.Pattern[str] | Problem:
+        orders = list(itertools.permutations(names)) if len(names) > 1 else [names]
+
+        def part(name: str, order: int) -> str:
+            # A concept that names a tool holds the group "tool" the matcher reads; each alternative (each order of the
+            # concepts) gets its own name for it: `tool`, `tool1` …
+            group = f"(?P<tool{order}>" if order else "(?P<tool>"
+            return f"(?:{concepts[name].replace('(?P<tool>', group)})"
+
+        source = "|".join(gap.join(part(name, i) for name in order) for i, order in enumerate(orders))
+        try:
+            return re.compile(source, re.IGNORECASE)
+        except re.error as exc:
+            return Problem(path, line_of(lines, where), f"combinations.{index}: not a valid regular expression: {exc}")
+
+    needs = tuple(entry.all)
+    pattern = compiled(needs)
+    if isinstance(pattern, Problem):
+        return pattern
+    english = None
+    if entry.english:
+        en_needs = tuple(f"{name}_en" if f"{name}_en" in concepts else name for name in needs)
+        en_pattern = compiled(en_needs)
+        if isinstance(en_pattern, Problem):
+            return en_pattern
+        english = Phrase(entry.rule, en_pattern, "any", entry.always, entry.described, en_needs, native=True)
+    return Phrase(entry.rule, pattern, "any", entry.always, entry.described, needs, native=True, english=english)
 
 
 def load_languages(
     path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
 ) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
     """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular
-    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml``), each
+    expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml`` or a concept
+    defined above it), each
     combination as a phrase, and the order concepts. Raises :class:`~prompt_composer.errors.LoadError` listing every
     problem at its line."""
     spec, lines, problems = load_model(path, _LanguagesFile)
@@ -338,7 +369,11 @@ def load_languages(
     sources: dict[str, str] = {}
     concepts: dict[str, re.Pattern[str]] = {}
     for name, text in spec.concepts.items():
-        compiled = _compiled(path, lines, ("concepts", name), text, fragments)
+        # a concept may name a fragment of rules.yaml or a concept above it (``waive: {ask_not}|{skip_prompts}``); a
+        # fragment's name wins (`{user}` is the English fragment, the concept `user` holds the other languages' words)
+        named = {**{other: f"(?:{source})" for other, source in sources.items()}, **fragments}
+        # the text is read after NFKC (text.normalise_both), so are its words: Thai "ำ" is "ํา" there
+        compiled = _compiled(path, lines, ("concepts", name), unicodedata.normalize("NFKC", text), named)
         if isinstance(compiled, Problem):
             problems.append(compiled)
         else:

@@ -475,8 +475,9 @@ def test_the_corpus_is_big_enough_and_each_known_case_hits_what_it_expects(measu
     poisoned = [c for c in cases if c.label == "poisoned"]
     clean = [c for c in cases if c.label == "clean"]
     assert len(poisoned) >= 100 and len(clean) >= 30
-    held_out = {"blind-4"} if (POISON / "round4-heldout").is_dir() else set()  # issue 37's, scored once added
-    assert {c.round for c in cases} == {"known", "blind-1", "blind-2", "round-3", "blind-3", "round-4", *held_out}
+    held_out = {"blind-5"} if (POISON / "round5-heldout").is_dir() else set()  # issue 37's second, once added
+    rounds = {"known", "blind-1", "blind-2", "round-3", "blind-3", "round-4", "round-4-heldout", "round-4-classes"}
+    assert {c.round for c in cases} == rounds | held_out
     sets: dict[str, list[Any]] = {}
     for case in cases:
         if case.round == "known":
@@ -503,7 +504,9 @@ def test_recall_on_poisoned_docs(measured: Any) -> None:
     # Attacks written after the rules were frozen: the honest estimate, pinned so it does not slip.
     assert m.poisoned_total("blind-1").flagged["high"] >= 5  # measured: 5 of 10 (4 of 10 before issue 23)
     blind = m.poisoned_total("blind-2")  # written after the issue 23 rules were frozen
-    assert (blind.total, blind.flagged["high"]) == (14, 6)  # measured: 6 of 14 (42.9%)
+    # measured: 6 of 14 (42.9%) until issue 37's second pass, 8 of 14 since (never looked at: the general forms of
+    # authority claims and of "the hidden instructions" reached two of its wordings)
+    assert (blind.total, blind.flagged["high"]) == (14, 8)
 
 
 def test_the_blind_round_of_issue_23_quarantines_no_clean_doc(measured: Any) -> None:
