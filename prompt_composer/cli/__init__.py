@@ -247,6 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"{ERROR}{needs_extra(args.command, extra)}", file=sys.stderr)
             return 2
+        except OSError as exc:
+            # A path the system refuses (a name too long, a NUL, no permission) that no check above named: one
+            # line naming it, as every other bad input gets; -v still shows where it came from.
+            if exc.filename is None or args.verbose:
+                raise
+            print(f"{ERROR}{exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     return code
 
 

@@ -202,7 +202,12 @@ def load_registry(
     parses every file and leaves the cache alone.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
-    if not root.is_dir():
+    try:
+        is_dir = root.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long for the system, or holding a NUL: no folder to load
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise LoadError([Problem(root, 1, f"tool docs folder cannot be read: {reason}")]) from None
+    if not is_dir:
         raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
     problems = journal_problems(root)
     if problems:  # the folder may be half old, half new: its other problems would only mislead
