@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,7 +24,9 @@ from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay
 logger = logging.getLogger(__name__)
 
 _FINGERPRINT = "registry fingerprint"
-_FINGERPRINT_CODE = (__name__,)  # Registry._build writes what the fingerprint hashes
+_TOKEN = "registry cache token"
+# Registry._build hashes, model_records.dumps writes the text hashed
+_FINGERPRINT_CODE = (__name__, "prompt_composer.shared.model_records")
 
 
 def default_docs_dir() -> Path:
@@ -46,6 +49,11 @@ class Registry:
     groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
     # Optional: what each MCP server the tools came from is for (``servers/<server>.yaml``), by server name.
     servers: Mapping[str, ServerCard] = field(default_factory=lambda: MappingProxyType({}))
+    # A random token the user's parsed-docs cache keeps for this folder while its files are unchanged, given only
+    # when the cache vouched for every file by its identity (shared/yamlcache.py): what keys the values others keep
+    # for this registry (discovery's keyword index), so that no cache file planted by a checkout can name them.
+    # None when loaded without the cache (then nothing is kept for it).
+    cache_token: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # resolve_mode never allows a quarantined tool; a Mode built by hand (or swapped in) must not either.
@@ -104,6 +112,7 @@ class Registry:
         groups: dict[str, GroupDoc] | None = None,
         servers: dict[str, ServerCard] | None = None,
         fingerprint: str | None = None,
+        cache_token: str | None = None,
     ) -> Registry:
         """``fingerprint``: what computing it from these very models gave before (see :func:`_load`)."""
         tools = dict(sorted(tools.items()))
@@ -119,6 +128,7 @@ class Registry:
             root,
             MappingProxyType(groups),
             MappingProxyType(servers),
+            cache_token,
         )
 
     def mode(self, slug: str) -> Mode:
@@ -284,7 +294,11 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlC
     if cache is None or overlay is not None:
         return Registry._build(tools, modes, root, groups, servers)
     known = cache.derived(_FINGERPRINT, _FINGERPRINT_CODE)
-    registry = Registry._build(tools, modes, root, groups, servers, fingerprint=known)
+    token = cache.derived(_TOKEN, _FINGERPRINT_CODE)
+    if token is None:  # a new one, given out only when the cache keeps it (else nothing could find what it keys)
+        fresh = secrets.token_hex(16)
+        token = fresh if cache.keep_derived(_TOKEN, _FINGERPRINT_CODE, fresh) else None
+    registry = Registry._build(tools, modes, root, groups, servers, fingerprint=known, cache_token=token)
     if known is None:
         cache.keep_derived(_FINGERPRINT, _FINGERPRINT_CODE, registry.fingerprint)
     return registry

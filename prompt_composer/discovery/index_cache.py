@@ -37,11 +37,13 @@ CODE = tuple(f"prompt_composer.discovery.{name}" for name in ("search", "expand"
 
 def index_key(registry: Registry, allowed: Collection[str], weights: Mapping[str, tuple[float, float]]) -> str | None:
     """What an index of ``allowed`` built with ``weights`` depends on, as a digest; None when the code's source
-    cannot be read (then nothing is kept)."""
+    cannot be read, or the registry has no :attr:`~prompt_composer.core.registry.Registry.cache_token` (then nothing
+    is kept). The token, which only the user's own parsed-docs cache gives, is what no planted file can name: every
+    other part of the key is known to anyone who has the checkout."""
     code = source_digest(CODE)
-    if code is None:
+    if code is None or registry.cache_token is None:
         return None
-    what = json.dumps([registry.fingerprint, sorted(allowed), sorted(weights.items()), code])
+    what = json.dumps([registry.cache_token, registry.fingerprint, sorted(allowed), sorted(weights.items()), code])
     return hashlib.sha256(what.encode()).hexdigest()
 
 
@@ -68,7 +70,7 @@ def kept_index(
             if document.get("key") == key:
                 try:
                     return LexicalIndex.from_data(document.get("index"))
-                except ValueError as exc:
+                except (ValueError, TypeError, OverflowError) as exc:
                     logger.warning("ignoring the %s %s: a malformed index (%s); it will be rebuilt", WHAT, path, exc)
         else:
             logger.info("ignoring the %s %s: another format or version; it will be rebuilt", WHAT, path)

@@ -26,7 +26,8 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, tuple[float, float]] = {
 
 
 def _finite(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    # a float as JSON reads it; an int past a float's range (10**400) would raise in isfinite
+    return (type(value) is float and math.isfinite(value)) or (type(value) is int and abs(value) < 2**53)
 
 
 def _strings(values: Any) -> list[str]:
@@ -128,7 +129,12 @@ class LexicalIndex:
             raise ValueError("postings")
         index.postings = {}
         for term, pair in postings.items():
-            if not (isinstance(pair, list) and len(pair) == 2 and len(pair[0]) == len(pair[1])):
+            if not (
+                isinstance(pair, list)
+                and len(pair) == 2
+                and all(isinstance(part, list) for part in pair)
+                and len(pair[0]) == len(pair[1])
+            ):
                 raise ValueError("postings")
             ids, weights = pair
             if not all(type(i) is int and 0 <= i < index.size for i in ids) or not all(map(_finite, weights)):

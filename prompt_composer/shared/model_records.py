@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import types
 import typing
+import unicodedata
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union
 
@@ -32,6 +34,18 @@ import pydantic_core
 from pydantic import BaseModel
 
 from .sources import source_digest
+
+# What validating depends on besides the models' source: pydantic's versions, and the interpreter's (its string
+# methods and ``re`` follow its Unicode tables: a card's printable check or a word count may differ between them,
+# and one cache folder serves every interpreter of the user).
+_SALT = "\0".join(
+    (
+        pydantic.VERSION,
+        pydantic_core.__version__,
+        f"{sys.version_info[0]}.{sys.version_info[1]}",
+        unicodedata.unidata_version,
+    )
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -338,7 +352,7 @@ def definition(model: type[BaseModel]) -> str | None:
             classes = _models(model)
             modules = {cls.__module__ for cls in classes}
             modules.update(name for cls in classes for name in getattr(cls, "definition_modules", ()))
-            _DEFINITIONS[model] = source_digest(modules, salt=f"{pydantic.VERSION}\0{pydantic_core.__version__}")
+            _DEFINITIONS[model] = source_digest(modules, salt=_SALT)
         except Unrecordable:
             _DEFINITIONS[model] = None
     return _DEFINITIONS[model]

@@ -132,7 +132,11 @@ def _entries(document: Any, root: str) -> dict[str, dict[str, Any]] | str:
     if not isinstance(files, dict):
         return "no files"
     for name, entry in files.items():
-        if not isinstance(entry, dict) or entry.keys() - _ENTRY_KEYS not in ({"data"}, {"model"}):
+        if (
+            not isinstance(entry, dict)
+            or not entry.keys() >= _ENTRY_KEYS
+            or entry.keys() - _ENTRY_KEYS not in ({"data"}, {"model"})
+        ):
             return f"a malformed entry for {name!r}"
         model = entry.get("model", {"class": "", "definition": "", "record": {}})
         if (
@@ -167,6 +171,7 @@ class YamlCache:
         self._checked: dict[str, dict[str, Any]] = {}  # entries found unchanged in this load
         self._unkept = False  # whether a file was read in this load that no entry describes
         self._derived: dict[str, dict[str, str]] = {}
+        self._derived_now: set[str] = set()  # the kinds keep_derived kept in this load
         self._entries = self._load()
         self.hits = 0
         self.parsed = 0
@@ -327,18 +332,27 @@ class YamlCache:
         names, bytes and model definitions) were read, and ``code`` was the same; else None. Call it once every
         file is read."""
         kept = self._derived.get(kind)
-        if kept is None or kept["inputs"] != self._inputs(kind, list(code)):
+        # Only when every file came from an entry checked against the file's identity: the inputs' digest is of
+        # names, bytes and versions anyone can know, so a cache planted in a checkout could name it; an identity
+        # (inode, change time) it cannot, so a cache file that vouches for every file was written here, by this user.
+        if kept is None or self.parsed or kept["inputs"] != self._inputs(kind, list(code)):
             return None
         return kept["value"]
 
-    def keep_derived(self, kind: str, code: Iterable[str], value: str) -> None:
+    def keep_derived(self, kind: str, code: Iterable[str], value: str) -> bool:
         """Keep ``value``, derived by ``code`` from the files read in this load and nothing else, for
-        :meth:`derived` to give back while they are unchanged."""
+        :meth:`derived` to give back while they are unchanged; whether it is kept (not when a file read holds no
+        model, or no entry describes it)."""
         inputs = self._inputs(kind, list(code))
-        kept = {"inputs": inputs, "value": value} if inputs is not None else None
-        if kept is not None and self._derived.get(kind) != kept:
+        if inputs is None:  # nothing vouches for this load's files: no value read back may stand for them later
+            self._dirty = self._derived.pop(kind, None) is not None or self._dirty
+            return False
+        kept = {"inputs": inputs, "value": value}
+        self._derived_now.add(kind)
+        if self._derived.get(kind) != kept:
             self._derived[kind] = kept
             self._dirty = True
+        return True
 
     def save(self) -> None:
         """Write the entries of the files read since this cache was opened (a file no longer read drops out),
@@ -355,7 +369,9 @@ class YamlCache:
             "version": VERSION,
             "root": str(self.root),
             "files": files,
-            "derived": self._derived,
+            # After a load that parsed a file, only what this load derived: a value read back from the document then
+            # was vouched for by nothing (see derived), so it goes, however well its inputs match.
+            "derived": self._derived if not self.parsed else {k: self._derived[k] for k in self._derived_now},
         }
         if not write_cache(self.path, document, WHAT, logger):
             return

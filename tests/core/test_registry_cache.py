@@ -484,6 +484,41 @@ def test_a_fingerprint_kept_for_other_inputs_is_not_used(docs: Path, cache: Path
     assert load_registry(docs).fingerprint == fresh.fingerprint and len(fingerprinted) == 1
 
 
+def test_values_kept_by_a_cache_that_does_not_vouch_for_every_file_are_not_used(
+    docs: Path, cache: Path, fingerprinted: list[int]
+) -> None:
+    """A kept value's inputs (names, bytes, versions) can be computed by anyone who has the checkout, so a cache
+    planted in it could name them; the file identities it cannot. A load that parsed any file uses no kept value, and
+    writes back only what it derived itself."""
+    age(docs)
+    fresh = load_registry(docs)
+    planted = document(docs)
+    planted["derived"]["registry fingerprint"]["value"] = "f" * 16
+    planted["derived"]["registry cache token"]["value"] = "planted"
+    for entry in planted["files"].values():
+        entry["ino"] += 1  # entries no file here matches: each file is parsed again
+    cache_file(docs).write_text(json.dumps(planted))
+    fingerprinted.clear()
+    loaded = load_registry(docs)
+    assert loaded.fingerprint == fresh.fingerprint and len(fingerprinted) == 1
+    assert loaded.cache_token not in (None, "planted")
+    written = document(docs)["derived"]
+    assert written["registry fingerprint"]["value"] == fresh.fingerprint
+    assert written["registry cache token"]["value"] == loaded.cache_token
+    again = load_registry(docs)  # vouched for now, by entries this load wrote
+    assert again.cache_token == loaded.cache_token and len(fingerprinted) == 1
+
+
+def test_an_entry_missing_a_key_is_a_damaged_cache(docs: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fresh = load_registry(docs)
+    damaged = document(docs)
+    damaged["files"] = {name: {"data": 1} for name in damaged["files"]}
+    cache_file(docs).write_text(json.dumps(damaged))
+    with caplog.at_level(logging.INFO, logger="prompt_composer"):
+        same(load_registry(docs), fresh)
+    assert any("malformed entry" in r.getMessage() for r in caplog.records)
+
+
 def test_a_load_that_changes_nothing_writes_nothing(docs: Path, cache: Path) -> None:
     """Not even when a file's data is one the cache cannot hold (it is parsed again each time, and left out)."""
     target = docs / "read_file.yaml"

@@ -5,9 +5,11 @@ memory."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +17,12 @@ from typing import Any
 import pytest
 
 from prompt_composer import Registry, load_registry
+from prompt_composer.core.registry import default_docs_dir
 from prompt_composer.discovery import index_cache
 from prompt_composer.discovery.lexical import LexicalIndex
 from prompt_composer.discovery.search import ToolSearch
 
+DOCS = default_docs_dir()
 QUERIES = [
     "read a file",
     "run the tests in a shell",
@@ -51,9 +55,12 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+TOKEN = "5eed" * 8  # what the user's parsed-docs cache gives a registry it vouched for (see below)
+
+
 @pytest.fixture(scope="module")
 def shipped() -> Registry:
-    return load_registry(cache=False)
+    return dataclasses.replace(load_registry(cache=False), cache_token=TOKEN)
 
 
 def answers(search: ToolSearch, registry: Registry) -> list[Any]:
@@ -92,9 +99,14 @@ def test_what_the_index_depends_on_makes_its_own(
     others = [
         index_cache.index_key(shipped, mode.allowed[1:], ToolSearch(shipped)._weights),  # another mode's tools
         index_cache.index_key(shipped, mode.allowed, ToolSearch(shipped, expanded_weight=0)._weights),
-        index_cache.index_key(Registry.from_docs(list(shipped.tools.values())[1:]), mode.allowed, {}),
+        index_cache.index_key(
+            dataclasses.replace(Registry.from_docs(list(shipped.tools.values())[1:]), cache_token=TOKEN),
+            mode.allowed,
+            ToolSearch(shipped)._weights,
+        ),  # other docs
+        index_cache.index_key(dataclasses.replace(shipped, cache_token="b" * 32), mode.allowed, {}),  # another token
     ]
-    assert len({key, *others}) == 4
+    assert None not in others and len({key, *others}) == 5
     monkeypatch.setattr(index_cache, "CODE", (*index_cache.CODE, "prompt_composer.core.composer"))
     assert index_cache.index_key(shipped, mode.allowed, ToolSearch(shipped)._weights) != key  # other code
 
@@ -103,6 +115,29 @@ def test_without_the_index_cache_nothing_is_kept(shipped: Registry, cache: Path)
     ToolSearch(shipped, index_cache=False).lexical_for(shipped.mode("code"))
     ToolSearch(shipped, cache_path=False).lexical_for(shipped.mode("code"))
     assert not (cache / "lexical").exists()
+
+
+def test_a_registry_no_cache_vouched_for_reads_and_keeps_no_index(
+    tmp_path: Path, cache: Path, built: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every part of the key but the token is known to whoever has the checkout: a cache folder inside it (an
+    environment a checkout sets) could hold an index under that key. Without the token of the user's own parsed-docs
+    cache, nothing is read or kept; with it, a planted file of the tokenless key is never read."""
+    plain = load_registry(cache=False)
+    mode = plain.mode("code")
+    assert plain.cache_token is None and index_cache.index_key(plain, mode.allowed, {}) is None
+    ToolSearch(plain).lexical_for(mode)
+    assert built == [1] and not (cache / "lexical").exists()
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    first = load_registry(docs)  # cold: the cache keeps a new token for the folder
+    second = load_registry(docs)
+    assert first.cache_token is not None and second.cache_token == first.cache_token
+    assert load_registry(docs, cache=False).cache_token is None
+    built.clear()
+    ToolSearch(first).lexical_for(first.mode("code"))
+    ToolSearch(second).lexical_for(second.mode("code"))
+    assert built == [1]  # the second read the first's index back
 
 
 def kept_file(cache: Path) -> Path:
@@ -123,9 +158,21 @@ def postings(document: dict[str, Any]) -> dict[str, Any]:
         (lambda d: next(iter(postings(d).values()))[1].__setitem__(0, "x"), "a malformed index"),
         (lambda d: d["index"]["strong"].pop(), "a malformed index"),
         (lambda d: d["index"].update(unseen_idf=None), "a malformed index"),
+        (lambda d: d["index"].update(unseen_idf=10**400), "a malformed index"),
+        (lambda d: postings(d).update({next(iter(postings(d))): [1, 2]}), "a malformed index"),
         (lambda d: d.update(schema=99), "another format or version"),
     ],
-    ids=["no-idf", "duplicate-name", "doc-out-of-range", "weight-not-a-number", "strong-missing", "idf-null", "schema"],
+    ids=[
+        "no-idf",
+        "duplicate-name",
+        "doc-out-of-range",
+        "weight-not-a-number",
+        "strong-missing",
+        "idf-null",
+        "idf-past-a-float",
+        "postings-not-lists",
+        "schema",
+    ],
 )
 def test_a_damaged_kept_index_is_refused_and_rebuilt(
     shipped: Registry,
