@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -296,7 +296,7 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlC
     known = cache.derived(_FINGERPRINT, _FINGERPRINT_CODE)
     token = cache.derived(_TOKEN, _FINGERPRINT_CODE)
     if token is None:  # a new one, given out only when the cache keeps it (else nothing could find what it keys)
-        fresh = secrets.token_hex(16)
+        fresh = os.urandom(16).hex()
         token = fresh if cache.keep_derived(_TOKEN, _FINGERPRINT_CODE, fresh) else None
     registry = Registry._build(tools, modes, root, groups, servers, fingerprint=known, cache_token=token)
     if known is None:
