@@ -54,10 +54,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.doc_mutations import SHIPPED, mutate, shipped_files
 from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError
-from prompt_composer.shared import yamlfile
+from prompt_composer.shared import yamlfile, yamlparse
 
 GOOD = ("valid", "clean error")
 OUTCOMES = ("valid", "clean error", "bad error", "traceback", "hang", "memory error")
+
+DEFAULT_PARSER = "libyaml" if yamlparse.CParser is not None else "python"
 
 
 @dataclass(frozen=True)
@@ -286,11 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parser",
         choices=("libyaml", "python"),
-        default=yamlfile.PARSER,
-        help=f"the YAML parser the children use (default here: {yamlfile.PARSER})",
+        default=DEFAULT_PARSER,
+        help=f"the YAML parser the children use (default here: {DEFAULT_PARSER})",
     )
     args = parser.parse_args(argv)
-    if args.parser == "libyaml" and yamlfile.CParser is None:
+    if args.parser == "libyaml" and yamlparse.CParser is None:
         parser.error("this PyYAML has no libyaml: --parser python")
     yamlfile.PARSER = args.parser  # the forked children inherit it
     if not hasattr(os, "fork") or not Path("/proc/self/status").is_file():

@@ -10,7 +10,7 @@ import pytest
 
 from prompt_composer import Composer, Registry, load_registry
 from prompt_composer.local.weights import model_path
-from prompt_composer.shared import yamlfile
+from prompt_composer.shared import yamlfile, yamlparse
 from prompt_composer.shared.cache_dir import CACHE_ENV, default_cache_dir
 from tests.helpers import make_doc, make_mode
 
@@ -89,7 +89,7 @@ def journal_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture(
     scope="module",
     params=[
-        pytest.param("libyaml", marks=pytest.mark.skipif(yamlfile.CParser is None, reason="PyYAML without libyaml")),
+        pytest.param("libyaml", marks=pytest.mark.skipif(yamlparse.CParser is None, reason="PyYAML without libyaml")),
         "python",
     ],
 )

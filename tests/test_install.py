@@ -121,7 +121,7 @@ def test_ci_runs_exactly_readmes_test_command() -> None:
     commands = [line for line in quick_start.splitlines() if line.startswith("python3 -m pip install '.[dev]'")]
     assert len(commands) == 1
     ci = (root / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    assert ci[-1] == commands[0] and commands[0].endswith("python3 -m pytest -q")
+    assert ci[-1] == commands[0] and commands[0].endswith("python3 -m pytest -q -n auto --dist loadgroup")
 
 
 USER_SCRIPT = """\

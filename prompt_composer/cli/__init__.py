@@ -11,20 +11,46 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 from ..errors import PromptComposerError
 from ..shared.version import VERSION as __version__
-from . import agent, bench, discovery, gateway, help_text, interop, local, project, registry, stats, tune
+from . import help_text, project
 from .output import ERROR, ArgumentParser, messages, report_error
 
 __all__ = ["main"]
 
-# Subcommand modules: each has ``register(subparsers)``; handlers return an exit code.
-COMMAND_MODULES = (project, registry, interop, agent, bench, discovery, gateway, local, stats, tune)
+# Subcommand modules, in the order --help lists them: each has ``register(subparsers)``; handlers return an exit
+# code.
+COMMAND_MODULES = ("project", "registry", "interop", "agent", "bench", "discovery", "gateway", "local", "stats", "tune")
+# The module that registers each subcommand. A command line that names one builds that module's parsers alone:
+# importing every command module and building every parser was a tenth of a warm `compose`. tests/cli/test_help.py
+# holds this equal to what the modules register, and each subcommand's parser equal to the one the whole parser has.
+COMMANDS: Mapping[str, str] = {
+    "config": "project",
+    "init": "project",
+    "validate": "registry",
+    "modes": "registry",
+    "tools": "registry",
+    "compose": "registry",
+    "fetch": "registry",
+    "audit": "registry",
+    "import": "interop",
+    "run": "agent",
+    "replay": "agent",
+    "bench": "bench",
+    "search": "discovery",
+    "eval": "discovery",
+    "serve": "gateway",
+    "model": "local",
+    "stats": "stats",
+    "tune": "tune",
+}
 
 # The subcommands that load a registry (through ``args.docs``): each also takes ``--docs`` after its name.
 REGISTRY_COMMANDS = frozenset(
@@ -66,9 +92,9 @@ def _add_docs_option(parser: argparse.ArgumentParser, *, default: object) -> Non
         "--no-cache",
         action="store_true",
         default=default,
-        help="parse every doc file, neither reading nor writing the parsed-docs cache in the user cache folder "
-        "(default: the cache is on, unless $PROMPT_COMPOSER_REGISTRY_CACHE or registry-cache in "
-        "[tool.prompt-composer] is off)",
+        help="parse and validate every doc file, neither reading nor writing the parsed-docs cache (nor search's "
+        "kept keyword index) in the user cache folder (default: the cache is on, unless "
+        "$PROMPT_COMPOSER_REGISTRY_CACHE or registry-cache in [tool.prompt-composer] is off)",
     )
 
 
@@ -95,21 +121,27 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser: every subcommand's, or with ``command`` (a key of :data:`COMMANDS`) only the parsers
+    of the module that registers it, the same as the whole parser holds."""
     parser = ArgumentParser(prog="prompt-composer")  # description and examples: help_text.py
     parser.add_argument("--version", action="version", version=f"prompt-composer {__version__}")
     _add_docs_option(parser, default=None)
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(sub)
+    for name in COMMAND_MODULES if command is None else (COMMANDS[command],):
+        _module(name).register(sub)
     # `--docs DIR` (and `--overlay FILE`, `--no-cache`) are accepted before the subcommand and after it. The
     # subcommand's copy has no default (SUPPRESS), so it sets args.docs only when given, and then wins over the
     # top-level value.
     missing = REGISTRY_COMMANDS - sub.choices.keys()
-    if missing:
+    if missing and command is None:
         raise RuntimeError(f"REGISTRY_COMMANDS names unregistered subcommands: {', '.join(sorted(missing))}")
-    for name in sorted(REGISTRY_COMMANDS):
+    for name in sorted(REGISTRY_COMMANDS - missing):
         _add_docs_option(sub.choices[name], default=argparse.SUPPRESS)
     # -v and -q after the subcommand too, as pytest takes them (`prompt-composer audit -q`).
     for leaf in _leaves(parser):
@@ -168,8 +200,32 @@ def cli_logging(verbose: int, quiet: int, *, github: bool = False) -> Iterator[N
         logger.setLevel(before)
 
 
+# The options before the subcommand: those that take a value (as the next word, or after "="), and those that do not.
+_VALUED = ("--docs", "--overlay")
+_FLAGS = frozenset({"--no-cache", "--verbose", "--quiet"})
+
+
+def command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names, when what comes before it are options of the command spelled in full (so
+    the parser would read it there too); else ``None``: ``--help``, ``--version``, an abbreviated or unknown
+    option, no subcommand or a mistyped one, which the whole parser answers."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word in _VALUED:
+            index += 2
+        elif word in _FLAGS or word.startswith(tuple(f"{option}=" for option in _VALUED)):
+            index += 1
+        elif len(word) > 1 and word.startswith("-") and not word.startswith("--") and set(word[1:]) <= {"v", "q"}:
+            index += 1  # -v, -vv, -q, -vq
+        else:
+            return word if word in COMMANDS else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_in(argv))
     args = parser.parse_args(argv)
     github = getattr(args, "format", None) == "github"
     with messages(github=github):
@@ -190,6 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if extra is None:
                 raise
             print(f"{ERROR}{needs_extra(args.command, extra)}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            # A path the system refuses (a name too long, a NUL, no permission) that no check above named: one
+            # line naming it, as every other bad input gets; -v still shows where it came from.
+            if exc.filename is None or args.verbose:
+                raise
+            print(f"{ERROR}{exc.filename}: {exc.strerror or exc}", file=sys.stderr)
             return 2
     return code
 

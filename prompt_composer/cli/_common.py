@@ -110,6 +110,8 @@ def warn_over_budget(
 ) -> None:
     """One warning line on stderr when ``mode`` composes over its budget: ``tokens`` is what the command composed
     (default: the prompt a task starts with, composed with ``composer`` if given)."""
+    if tokens is not None and tokens <= mode.config.budget_tokens:
+        return  # under its budget: nothing to say, and the audit need not be imported
     from ..core.audit import budget_warning, start_tokens
     from ..core.composer import Composer
 
@@ -154,11 +156,13 @@ def drops_line(drops: DropCounts) -> str:
 
 
 def search_for(args: argparse.Namespace, registry: Registry) -> ToolSearch | None:
-    """The tool search of ``--learn-from``'s logs (their phrasings learned), or ``None`` when none was given: the
-    caller's default then applies (the loop and the gateway build a plain one on their first search)."""
+    """The tool search of ``--learn-from``'s logs (their phrasings learned) and of ``--no-cache`` (the keyword
+    index not kept), or ``None`` when neither was given: the caller's default then applies (the loop and the
+    gateway build a plain one on their first search)."""
+    cache = getattr(args, "cache", True)
+    if not args.learn_from and cache:
+        return None
     from ..discovery.search import ToolSearch
     from ..learn.phrasings import load_phrasings
 
-    if not args.learn_from:
-        return None
-    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from))
+    return ToolSearch(registry, phrasings=load_phrasings(args.learn_from), index_cache=cache)

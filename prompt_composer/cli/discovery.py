@@ -92,7 +92,7 @@ def _search(args: argparse.Namespace) -> int:
 
     registry = registry_of(args)
     mode = registry.mode(args.mode)
-    search = search_for(args, registry) or ToolSearch(registry)
+    search = search_for(args, registry) or ToolSearch(registry, index_cache=getattr(args, "cache", True))
     strategy: SearchStrategy | None = args.strategy
     result = search.search(args.query, mode, limit=args.limit, strategy=strategy)
     _warn(result.warnings)
@@ -116,7 +116,7 @@ def _eval(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     mode = registry.mode(args.mode)
     queries = load_queries(args.queries)
-    search = search_for(args, registry) or ToolSearch(registry)
+    search = search_for(args, registry) or ToolSearch(registry, index_cache=getattr(args, "cache", True))
     strategy: SearchStrategy = args.strategy or search.default_strategy()
     if strategy != "keyword" and not search.semantic_available:
         _warn([search.unavailable_warning()])

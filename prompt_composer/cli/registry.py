@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -168,7 +167,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def _compose(args: argparse.Namespace, composer: Composer) -> int:
-    from ..agent.providers import anthropic_native_tools, responses_native_tools, tools_for
+    from ..shared.jsonwrite import indented
 
     registry = composer.registry
     mode = checked_mode(registry, args.mode, composer)
@@ -185,22 +184,30 @@ def _compose(args: argparse.Namespace, composer: Composer) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        from ..agent.providers import anthropic_native_tools, responses_native_tools
+
         if args.provider == "openai-responses":
             tools = responses_native_tools(prompt.tools, prompt.deferred, composer)
         else:
             tools = anthropic_native_tools(prompt.tools, prompt.deferred)
     else:
         prompt = composer.compose(mode, recent=recent)
-        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one).
-        tools = list(prompt.tools) if args.provider == "anthropic" else tools_for(args.provider, prompt.tools)
+        # Printed, not handed on: the composer's own definitions need no private copy (tools_for makes one). The
+        # Anthropic format is the composer's own: the providers' module is imported for another.
+        if args.provider == "anthropic":
+            tools = list(prompt.tools)
+        else:
+            from ..agent.providers import tools_for
+
+            tools = tools_for(args.provider, prompt.tools)
     warn_over_budget(registry, mode, prompt.tokens.total)
     if args.format == "json":
-        print(json.dumps({**prompt.as_dict(), "provider": args.provider, "tools": tools}, indent=2, ensure_ascii=False))
+        print(indented({**prompt.as_dict(), "provider": args.provider, "tools": tools}))
         return 0
     print(prompt.system)
     if tools:
         print(f"\n==== TOOLS (native definitions, {args.provider} format)\n")
-        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        print(indented(tools))
     t = prompt.tokens
     print(
         f"\n# mode {prompt.mode}: {len(prompt.full)} full, {len(prompt.brief)} brief; "

@@ -18,12 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import Problem
-from ..shared.yamlfile import LineMap, YamlReader, line_of, load_model, read_yaml
+from ..shared.yamlfile import LineMap, ValidatedModels, YamlReader, line_of, load_model, read_yaml
 from .docs import ToolDoc, count_sentences, count_words
 
 CardSource = Literal["imported", "drafted", "human"]
@@ -48,7 +48,11 @@ def card_stem(server: str) -> str:
 class ServerCard(BaseModel):
     """One ``servers/<server>.yaml``: what an MCP server is for (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # ``defer_build`` as the tool docs' models (core/docs.py): a registry rebuilt from the cache's records builds no
+    # validator. The description's limits are counted by core/docs.py, so its source is part of this model's
+    # definition too (:func:`~prompt_composer.shared.model_records.definition`): a record is used only under both.
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
+    definition_modules: ClassVar[tuple[str, ...]] = (count_words.__module__,)
 
     name: str = Field(min_length=1, max_length=128)
     description: str = Field(min_length=1)
@@ -108,10 +112,12 @@ class ServerCard(BaseModel):
         return f"{self.label} — {self.one_line().rstrip('.')}"
 
 
-def load_card_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ServerCard | None, LineMap, list[Problem]]:
-    """Load one card (read with ``read``: the registry's parsed-file cache, or a fresh parse); its file stem must be
-    :func:`card_stem` of its ``name``."""
-    card, lines, problems = load_model(path, ServerCard, read=read)
+def load_card_file(
+    path: Path, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[ServerCard | None, LineMap, list[Problem]]:
+    """Load one card (read with ``read``: the registry's parsed-file cache, or a fresh parse; validated unless
+    ``models`` holds it, as a tool doc is); its file stem must be :func:`card_stem` of its ``name``."""
+    card, lines, problems = load_model(path, ServerCard, read=read, models=models)
     if card is not None and card_stem(card.name) != path.stem:
         message = f"name {card.name!r} must give the file name {card_stem(card.name)}{path.suffix} (got {path.name})"
         return None, lines, [*problems, Problem(path, line_of(lines, ("name",)), message)]

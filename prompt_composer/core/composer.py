@@ -22,9 +22,10 @@ from .builtins import fetch_tool_definition, tool_search_definition
 from .definitions import ToolDefinitions
 from .fetch import fetch_tool_doc
 from .modes import Mode
-from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_doc, doc_view
+from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_view
 from .registry import Registry
 from .session import PinnedPrompt, TaskSession
+from .templating import environment
 from .tiers import Tiers, catalog_line, grouped, summary
 from .tiers import assign as assign_tiers
 from .tokens import TokenCounter, count_tools, default_counter
@@ -47,20 +48,6 @@ SECTIONS = (
 )
 # Whatever changes within a task goes last, after everything stable, so the stable prefix stays cacheable.
 RECENT_SECTION = "recent"
-
-
-def _environment(templates: str | Path | None) -> jinja2.Environment:
-    loaders: list[jinja2.BaseLoader] = []
-    if templates is not None:
-        loaders.append(jinja2.FileSystemLoader(str(templates)))
-    loaders.append(jinja2.PackageLoader("prompt_composer.core", "templates"))
-    return jinja2.Environment(
-        loader=jinja2.ChoiceLoader(loaders),
-        autoescape=False,  # plain text prompts, not HTML
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-        auto_reload=False,
-    )
 
 
 class Composer:
@@ -92,7 +79,7 @@ class Composer:
             registry,
             counter=counter,
             templates=templates,
-            env=_environment(templates),
+            env=environment(templates),
             context=context or {},
             cache_size=cache_size,
             usage=usage or {},
@@ -511,7 +498,7 @@ class Composer:
         catalog_brief = [n for n in allowed if n not in catalog_full]
         if not include_fetch:
             catalog_full, catalog_brief = [n for n in allowed if n in full], [n for n in allowed if n not in full]
-        fetch_view = doc_view(builtin_doc(fetch_tool_definition(mode))) if include_fetch else None
+        fetch_view = builtin_view(fetch_tool_definition(mode)) if include_fetch else None
         if text_style and fetch_view is not None:
             full_docs = [self._views[n] for n in catalog_full] + [fetch_view]
         else:
@@ -523,7 +510,7 @@ class Composer:
             recent = discovered
             full_docs = [self._views[n] for n in catalog_full]
             if text_style:
-                full_docs += [doc_view(builtin_doc(tool_search_definition())), *([fetch_view] if fetch_view else [])]
+                full_docs += [builtin_view(tool_search_definition()), *([fetch_view] if fetch_view else [])]
         return full_docs, catalog_brief, recent
 
     def _native_tools(

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from ..errors import Problem
-from ..shared.yamlfile import YamlReader, load_named_model, read_yaml
+from ..shared.yamlfile import ValidatedModels, YamlReader, load_named_model, read_yaml
 
 NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"  # what the Anthropic and OpenAI tool APIs accept
 BRIEF_MAX_WORDS = 100
@@ -45,10 +45,15 @@ def _schema_error(message: str, *at: str | int) -> PydanticCustomError:
     return PydanticCustomError("schema", message.replace("{", "{{").replace("}", "}}"), {"at": at})
 
 
+# Every model here is declared ``defer_build``: pydantic builds a model's validator on its first validation, not
+# when the class is made, so a process that loads a registry from the cache's records (shared/yamlcache.py)
+# builds none.
+
+
 class Origin(BaseModel):
     """Where an imported tool came from, so a call can be routed back under its original name."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
     server: str
     name: str
 
@@ -56,7 +61,7 @@ class Origin(BaseModel):
 class ToolDoc(BaseModel):
     """One tool's documentation: a brief form, a full form and the input schema."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
 
     name: str = Field(pattern=NAME_PATTERN)
     group: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -127,9 +132,12 @@ class ToolDoc(BaseModel):
         return bool(self.quarantine)
 
 
-def load_tool_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ToolDoc | None, list[Problem]]:
-    """Load one tool doc (read with ``read``); its ``name`` must equal the file's stem."""
-    doc, _, problems = load_named_model(path, ToolDoc, "name", read=read)
+def load_tool_file(
+    path: Path, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[ToolDoc | None, list[Problem]]:
+    """Load one tool doc (read with ``read``, validated unless ``models`` holds it: see
+    :func:`~prompt_composer.shared.yamlfile.load_model`); its ``name`` must equal the file's stem."""
+    doc, _, problems = load_named_model(path, ToolDoc, "name", read=read, models=models)
     return doc, problems
 
 
@@ -137,14 +145,17 @@ class GroupDoc(BaseModel):
     """Workflow guidance for one tool group (``tool_docs/groups/<name>.yaml``), shown by tool_search beside
     the group's tools."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     workflow: str = Field(min_length=1)
     description: str = ""
 
 
-def load_group_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[GroupDoc | None, list[Problem]]:
-    """Load one group doc (read with ``read``); its ``name`` must equal the file's stem."""
-    group, _, problems = load_named_model(path, GroupDoc, "name", read=read)
+def load_group_file(
+    path: Path, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[GroupDoc | None, list[Problem]]:
+    """Load one group doc (read with ``read``, validated unless ``models`` holds it); its ``name`` must equal the
+    file's stem."""
+    group, _, problems = load_named_model(path, GroupDoc, "name", read=read, models=models)
     return group, problems

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    RootModel,
     StrictBool,
     StrictInt,
     ValidationError,
@@ -21,8 +21,19 @@ from pydantic import (
 )
 
 from ..errors import Problem, did_you_mean
-from ..shared.yamlfile import LineMap, YamlReader, line_of, load_named_model, read_yaml, validation_problems
+from ..shared.yamlfile import (
+    LineMap,
+    ValidatedModels,
+    YamlReader,
+    line_of,
+    load_named_model,
+    read_yaml,
+    validation_problems,
+)
 from .docs import ToolDoc
+
+if TYPE_CHECKING:
+    from pydantic import RootModel
 
 ToolStyle = Literal["native", "text"]
 SHORTLIST = 5  # PreselectConfig.shortlist's default (see there)
@@ -36,7 +47,7 @@ class FileRestriction(BaseModel):
     such as ``(?<name>…)``, ``\\p{L}`` and variable-length lookbehind (see ``roomodes.js_file_regex``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
 
     file_regex: str = Field(min_length=1)
     description: str = ""
@@ -63,7 +74,7 @@ class PreselectConfig(BaseModel):
     text is searched over the mode's tools and the best ``k`` whose confidence is at least ``min_confidence`` are
     loaded in full for the task, so the model needs neither to search nor to fetch them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     # Defaults chosen on the large-catalog task set (docs/benchmarks.md): past 3 tools recall barely grows, and a
     # floor above 0.3 starts dropping right tools.
@@ -81,7 +92,7 @@ class TierConfig(BaseModel):
     the catalog and name tools are declared in the tool list too, without a schema, so that loading one never
     changes the tool list (for a conversation cached by a server that renders the tools before it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     share: float = Field(default=0.10, gt=0.0, le=1.0)
     context_tokens: StrictInt = Field(default=200_000, gt=0)
@@ -98,7 +109,7 @@ the mode), not a tuned figure; about the worst case of the shipped mode with the
 class ModeConfig(BaseModel):
     """A mode file as the user writes it (``tool_docs/modes/<slug>.yaml``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
 
     slug: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     name: str = Field(min_length=1)
@@ -228,9 +239,12 @@ class Mode:
         return None
 
 
-def load_mode_file(path: Path, *, read: YamlReader = read_yaml) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
-    """Load one mode file (read with ``read``); its ``slug`` must equal the file's stem."""
-    return load_named_model(path, ModeConfig, "slug", read=read)
+def load_mode_file(
+    path: Path, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[ModeConfig | None, LineMap, list[Problem]]:
+    """Load one mode file (read with ``read``, validated unless ``models`` holds it: see
+    :func:`~prompt_composer.shared.yamlfile.load_model`); its ``slug`` must equal the file's stem."""
+    return load_named_model(path, ModeConfig, "slug", read=read, models=models)
 
 
 def resolve_mode(
@@ -304,13 +318,20 @@ class ModeOverlay(BaseModel):
     its budget and its text stay the mode file's, so an overlay can never widen a mode's access.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     permanent: tuple[str, ...] | None = None
     recent_size: StrictInt | None = Field(default=None, ge=0)
 
 
-_OverlayFile = RootModel[dict[str, ModeOverlay]]
+@functools.cache
+def _overlay_file() -> type[RootModel[dict[str, ModeOverlay]]]:
+    """The model of a whole overlay file, made when an overlay is read: a parametrized model builds its validator
+    when it is made (``defer_build`` does not reach it), and importing ``RootModel`` builds pydantic's own, which a
+    process reading no overlay need not pay."""
+    from pydantic import RootModel
+
+    return RootModel[dict[str, ModeOverlay]]
 
 
 def load_overlay_file(path: Path) -> tuple[dict[str, ModeOverlay], LineMap, list[Problem]]:
@@ -327,7 +348,7 @@ def load_overlay_file(path: Path) -> tuple[dict[str, ModeOverlay], LineMap, list
     entries: dict[str, ModeOverlay] = {}
     for slug, value in data.items():
         try:  # one entry at a time, so a bad entry does not hide the problems of the others
-            entries.update(_OverlayFile.model_validate({slug: value}).root)
+            entries.update(_overlay_file().model_validate({slug: value}).root)
         except ValidationError as exc:
             problems += validation_problems(path, lines, exc)
     return entries, lines, problems

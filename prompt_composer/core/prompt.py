@@ -4,11 +4,12 @@ state, and the view of a tool doc that templates see."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,47 +149,49 @@ class ComposedPrompt:
 
 @dataclass(frozen=True)
 class DocView:
-    """What templates see of a tool doc."""
+    """What templates see of a tool doc. The schema's text forms are made when a template asks for them (only
+    text style shows them), not for each of a large mode's tools on every composer."""
 
     name: str
     group: str
     brief: str
     full: str
     hint: str
-    schema_json: str
-    signature: str
+    schema: Mapping[str, Any] = field(repr=False, hash=False)
+
+    @functools.cached_property
+    def schema_json(self) -> str:
+        """The input schema as compact JSON."""
+        return json.dumps(self.schema, ensure_ascii=False, separators=(",", ":"))
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
+        return _signature(self.schema)
 
 
 def signature(doc: ToolDoc) -> str:
     """``path (string, required), recursive (boolean)``: the parameter list a text-style brief carries."""
-    required = set(doc.input_schema.get("required", []))
+    return _signature(doc.input_schema)
+
+
+def _signature(schema: Mapping[str, Any]) -> str:
+    required = set(schema.get("required", []))
     parts = []
-    for name, schema in doc.input_schema.get("properties", {}).items():
-        kind = schema.get("type", "any")
+    for name, sub in schema.get("properties", {}).items():
+        kind = sub.get("type", "any")
         kind = "|".join(kind) if isinstance(kind, list) else str(kind)
         parts.append(f"{name} ({kind}{', required' if name in required else ''})")
     return ", ".join(parts)
 
 
 def doc_view(doc: ToolDoc) -> DocView:
-    return DocView(
-        name=doc.name,
-        group=doc.group,
-        brief=doc.brief,
-        full=doc.full,
-        hint=doc.hint or "",
-        schema_json=json.dumps(doc.input_schema, ensure_ascii=False, separators=(",", ":")),
-        signature=signature(doc),
-    )
+    return DocView(doc.name, doc.group, doc.brief, doc.full, doc.hint or "", doc.input_schema)
 
 
-def builtin_doc(definition: Mapping[str, Any]) -> ToolDoc:
-    """A doc for one of our own tools (fetch_tool_description, tool_search), so text style can render it."""
+def builtin_view(definition: Mapping[str, Any]) -> DocView:
+    """What templates see of one of our own tools (fetch_tool_description, tool_search), so text style can render
+    it: as a tool doc of it would show (stripped, as a doc's texts are), without validating our own definition."""
     name, description = definition["name"], definition["description"]
-    return ToolDoc(
-        name=name,
-        group="prompt-composer",
-        brief=description,
-        full=f"## {name}\n{description}",
-        input_schema=definition["input_schema"],
-    )
+    full = f"## {name}\n{description}".strip()
+    return DocView(name, "prompt-composer", description.strip(), full, "", definition["input_schema"])

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -14,13 +14,19 @@ from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
 from ..shared.journal_state import journal_problems
+from ..shared.model_records import dumps
 from ..shared.yamlcache import YamlCache
-from ..shared.yamlfile import YamlReader, line_of, read_yaml, yaml_files
+from ..shared.yamlfile import ValidatedModels, YamlReader, line_of, read_yaml, yaml_files
 from .cards import SERVERS_FOLDER, ServerCard, card_of, load_card_file
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
 logger = logging.getLogger(__name__)
+
+_FINGERPRINT = "registry fingerprint"
+_TOKEN = "registry cache token"
+# Registry._build hashes, model_records.dumps writes the text hashed
+_FINGERPRINT_CODE = (__name__, "prompt_composer.shared.model_records")
 
 
 def default_docs_dir() -> Path:
@@ -43,6 +49,11 @@ class Registry:
     groups: Mapping[str, GroupDoc] = field(default_factory=lambda: MappingProxyType({}))
     # Optional: what each MCP server the tools came from is for (``servers/<server>.yaml``), by server name.
     servers: Mapping[str, ServerCard] = field(default_factory=lambda: MappingProxyType({}))
+    # A random token the user's parsed-docs cache keeps for this folder while its files are unchanged, given only
+    # when the cache vouched for every file by its identity (shared/yamlcache.py): what keys the values others keep
+    # for this registry (discovery's keyword index), so that no cache file planted by a checkout can name them.
+    # None when loaded without the cache (then nothing is kept for it).
+    cache_token: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # resolve_mode never allows a quarantined tool; a Mode built by hand (or swapped in) must not either.
@@ -100,31 +111,24 @@ class Registry:
         root: Path | None,
         groups: dict[str, GroupDoc] | None = None,
         servers: dict[str, ServerCard] | None = None,
+        fingerprint: str | None = None,
+        cache_token: str | None = None,
     ) -> Registry:
+        """``fingerprint``: what computing it from these very models gave before (see :func:`_load`)."""
         tools = dict(sorted(tools.items()))
         modes = dict(sorted(modes.items()))
         groups = dict(sorted((groups or {}).items()))
         servers = dict(sorted((servers or {}).items()))
-        payload: dict[str, Any] = {
-            # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
-            "tools": [
-                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
-                for doc in tools.values()
-            ],
-            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
-        }
-        if groups:  # only when present, so folders without groups/ keep their fingerprint
-            payload["groups"] = [group.model_dump(mode="json") for group in groups.values()]
-        if servers:  # likewise: a folder without servers/ keeps its fingerprint
-            payload["servers"] = [card.model_dump(mode="json") for card in servers.values()]
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        if fingerprint is None:
+            fingerprint = _fingerprint(tools, modes, groups, servers)
         return cls(
             MappingProxyType(tools),
             MappingProxyType(modes),
-            digest[:16],
+            fingerprint,
             root,
             MappingProxyType(groups),
             MappingProxyType(servers),
+            cache_token,
         )
 
     def mode(self, slug: str) -> Mode:
@@ -143,6 +147,40 @@ class Registry:
         """The card of the server the tool ``name`` was imported from, if it has one."""
         doc = self.tools.get(name)
         return card_of(doc, self.servers) if doc is not None else None
+
+
+def _fingerprint(
+    tools: dict[str, ToolDoc], modes: dict[str, Mode], groups: dict[str, GroupDoc], servers: dict[str, ServerCard]
+) -> str:
+    """The registry's fingerprint: a hash of each model as ``model_dump(mode="json")`` writes it. :func:`dumps` writes
+    the same without pydantic's serializer, which a registry rebuilt from the cache's records would have to build
+    first (``dumped`` is the serializer's own text, for what the two could write differently)."""
+    payload: dict[str, Any] = {
+        # `quarantine` only when set, so registries without quarantined tools keep their fingerprint
+        "tools": [
+            {name: getattr(doc, name) for name in type(doc).model_fields if name != "quarantine" or doc.quarantine}
+            for doc in tools.values()
+        ],
+        "modes": [mode.config for mode in modes.values()],
+    }
+    if groups:  # only when present, so folders without groups/ keep their fingerprint
+        payload["groups"] = list(groups.values())
+    if servers:  # likewise: a folder without servers/ keeps its fingerprint
+        payload["servers"] = list(servers.values())
+
+    def dumped() -> dict[str, Any]:
+        return {
+            "tools": [
+                doc.model_dump(mode="json", exclude=None if doc.quarantine else {"quarantine"})
+                for doc in tools.values()
+            ],
+            "modes": [mode.config.model_dump(mode="json") for mode in modes.values()],
+            **({"groups": [group.model_dump(mode="json") for group in groups.values()]} if groups else {}),
+            **({"servers": [card.model_dump(mode="json") for card in servers.values()]} if servers else {}),
+        }
+
+    text = dumps(payload, dumped, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def load_registry(
@@ -166,13 +204,20 @@ def load_registry(
     A folder without ``modes/`` is a registry with zero modes (``validate`` calls that an error:
     :func:`modes_folder_problem`); a ``modes`` that is not a folder is an error here.
 
-    ``cache``: the folder's files are parsed once and kept in the user cache
-    (:mod:`prompt_composer.shared.yamlcache`); a later load parses only the files that changed. What comes from
-    the cache is validated like a fresh parse, and a load that finds a problem parses every file again, so
-    problems are placed exactly. ``cache=False`` parses every file and leaves the cache alone.
+    ``cache``: the folder's files are parsed and validated once and kept in the user cache
+    (:mod:`prompt_composer.shared.yamlcache`); a later load reads again only the files that changed, and
+    validates again only those (or all, when this package, pydantic or a model's definition changed). Whatever
+    spans files (a mode's tools, duplicates, a doc's name against its file) is checked on every load, and a load
+    that finds a problem parses and validates every file again, so problems are placed exactly. ``cache=False``
+    parses every file and leaves the cache alone.
     """
     root = Path(directory) if directory is not None else default_docs_dir()
-    if not root.is_dir():
+    try:
+        is_dir = root.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long for the system, or holding a NUL: no folder to load
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise LoadError([Problem(root, 1, f"tool docs folder cannot be read: {reason}")]) from None
+    if not is_dir:
         raise LoadError([Problem(root, 1, "tool docs folder does not exist")])
     problems = journal_problems(root)
     if problems:  # the folder may be half old, half new: its other problems would only mislead
@@ -181,7 +226,7 @@ def load_registry(
     if files is None:
         return _load(root, overlay, read_yaml)
     try:
-        return _load(root, overlay, files.read)
+        return _load(root, overlay, files.read, files)
     except LoadError:
         if not files.hits:  # nothing came from the cache: these problems are a fresh parse's
             raise
@@ -200,13 +245,17 @@ def _cache_of(root: Path) -> YamlCache | None:
         return None
 
 
-def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
-    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read``."""
+def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlCache | None = None) -> Registry:
+    """:func:`load_registry` of the folder ``root``, its YAML files read with ``read`` and validated unless
+    the ``cache`` holds what validating the same bytes gave before. Everything that spans files is checked here
+    either way. The fingerprint is the cache's too when every file came from it as before (without an overlay):
+    a function of the models, so of those files' bytes, the models' definitions and this module's code."""
+    models: ValidatedModels | None = cache
     problems: list[Problem] = []
     tools: dict[str, ToolDoc] = {}
     broken: set[str] = set()
     for path in yaml_files(root):
-        doc, doc_problems = load_tool_file(path, read=read)
+        doc, doc_problems = load_tool_file(path, read=read, models=models)
         problems += doc_problems
         if doc is None:
             broken.add(path.stem)
@@ -218,7 +267,7 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
     if (root / "modes").exists() and not (root / "modes").is_dir():
         problems.append(Problem(root / "modes", 1, "modes is not a folder: mode files go in modes/<slug>.yaml"))
     for path in yaml_files(root / "modes"):
-        config, lines, mode_problems = load_mode_file(path, read=read)
+        config, lines, mode_problems = load_mode_file(path, read=read, models=models)
         problems += mode_problems
         if config is None:
             continue
@@ -232,28 +281,41 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader) -> Registry:
         problems += _apply_overlay_file(Path(overlay), modes, tools, {p.stem for p in yaml_files(root / "modes")})
     groups: dict[str, GroupDoc] = {}
     for path in yaml_files(root / "groups"):
-        group, group_problems = load_group_file(path, read=read)
+        group, group_problems = load_group_file(path, read=read, models=models)
         problems += group_problems
         if group is not None:
             if group.name in groups:
                 problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
             groups[group.name] = group
-    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read)
+    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read, models)
     problems += server_problems
     if problems:
         raise LoadError(problems)
-    return Registry._build(tools, modes, root, groups, servers)
+    if cache is None or overlay is not None:
+        return Registry._build(tools, modes, root, groups, servers)
+    known = cache.derived(_FINGERPRINT, _FINGERPRINT_CODE)
+    token = cache.derived(_TOKEN, _FINGERPRINT_CODE)
+    if token is None:  # a new one, given out only when the cache keeps it (else nothing could find what it keys)
+        fresh = os.urandom(16).hex()
+        token = fresh if cache.keep_derived(_TOKEN, _FINGERPRINT_CODE, fresh) else None
+    registry = Registry._build(tools, modes, root, groups, servers, fingerprint=known, cache_token=token)
+    if known is None:
+        cache.keep_derived(_FINGERPRINT, _FINGERPRINT_CODE, registry.fingerprint)
+    return registry
 
 
-def _load_cards(folder: Path, read: YamlReader) -> tuple[dict[str, ServerCard], list[Problem]]:
-    """The server cards of ``folder`` by name (each read with ``read``, so cached like the other files), and their
-    problems (a card no tool refers to is only a warning: :func:`~prompt_composer.core.cards.unused_cards`)."""
+def _load_cards(
+    folder: Path, read: YamlReader, models: ValidatedModels | None
+) -> tuple[dict[str, ServerCard], list[Problem]]:
+    """The server cards of ``folder`` by name (each read with ``read`` and validated unless ``models`` holds it, so
+    cached like the other files), and their problems (a card no tool refers to is only a warning:
+    :func:`~prompt_composer.core.cards.unused_cards`)."""
     problems: list[Problem] = []
     if folder.exists() and not folder.is_dir():
         return {}, [Problem(folder, 1, "servers is not a folder: server cards go in servers/<server>.yaml")]
     cards: dict[str, ServerCard] = {}
     for path in yaml_files(folder):
-        card, lines, card_problems = load_card_file(path, read=read)
+        card, lines, card_problems = load_card_file(path, read=read, models=models)
         problems += card_problems
         if card is not None:
             if card.name in cards:

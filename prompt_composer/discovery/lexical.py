@@ -10,6 +10,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.docs import ToolDoc
 from .tokenize import tokenize
@@ -22,6 +23,17 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, tuple[float, float]] = {
     "hint": (1.0, 0.5),
     "full": (1.0, 0.75),
 }
+
+
+def _finite(value: Any) -> bool:
+    # a float as JSON reads it; an int past a float's range (10**400) would raise in isfinite
+    return (type(value) is float and math.isfinite(value)) or (type(value) is int and abs(value) < 2**53)
+
+
+def _strings(values: Any) -> list[str]:
+    if not isinstance(values, list) or not all(type(v) is str for v in values):
+        raise ValueError("strong terms")
+    return values
 
 
 def doc_fields(doc: ToolDoc) -> dict[str, str]:
@@ -83,6 +95,53 @@ class LexicalIndex:
             for term, value in tf.items():
                 self.postings.setdefault(term, {})[doc_id] = self.idf[term] * value * (k1 + 1) / (k1 + value)
         self._position = {name: i for i, name in enumerate(self.names)}
+
+    def to_data(self) -> dict[str, Any]:
+        """The index as JSON's own data, for :meth:`from_data` to read back equal (floats are written exactly)."""
+        return {
+            "names": self.names,
+            "idf": self.idf,
+            "unseen_idf": self.unseen_idf,
+            "postings": {term: [list(posting), list(posting.values())] for term, posting in self.postings.items()},
+            "strong": [sorted(terms) for terms in self._strong],
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> LexicalIndex:
+        """The index :meth:`to_data` wrote; ``ValueError`` when ``data`` is not one (its shape is checked, so a
+        damaged copy is refused rather than half-used)."""
+        if not isinstance(data, dict) or data.keys() != {"names", "idf", "unseen_idf", "postings", "strong"}:
+            raise ValueError("not a keyword index")
+        names, idf, postings, strong = data["names"], data["idf"], data["postings"], data["strong"]
+        if not (isinstance(names, list) and all(type(n) is str for n in names) and len(set(names)) == len(names)):
+            raise ValueError("names")
+        if not (isinstance(idf, dict) and all(_finite(v) for v in idf.values()) and _finite(data["unseen_idf"])):
+            raise ValueError("idf")
+        if not (isinstance(strong, list) and len(strong) == len(names)):
+            raise ValueError("strong terms")
+        index = cls.__new__(cls)
+        index.names = names
+        index.size = len(names)
+        index.idf = idf
+        index.unseen_idf = float(data["unseen_idf"])
+        index._strong = [frozenset(_strings(terms)) for terms in strong]
+        if not isinstance(postings, dict) or postings.keys() != idf.keys():
+            raise ValueError("postings")
+        index.postings = {}
+        for term, pair in postings.items():
+            if not (
+                isinstance(pair, list)
+                and len(pair) == 2
+                and all(isinstance(part, list) for part in pair)
+                and len(pair[0]) == len(pair[1])
+            ):
+                raise ValueError("postings")
+            ids, weights = pair
+            if not all(type(i) is int and 0 <= i < index.size for i in ids) or not all(map(_finite, weights)):
+                raise ValueError("postings")
+            index.postings[term] = dict(zip(ids, weights, strict=True))
+        index._position = {name: i for i, name in enumerate(names)}
+        return index
 
     def query_terms(self, query: str) -> Counter[str]:
         return Counter(tokenize(query))

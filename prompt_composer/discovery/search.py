@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.modes import Mode
 from ..shared.extras import extra_of, missing_module, needs_extra
 from .expand import expansion
+from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
 from .phrasings import Phrasings
@@ -119,6 +120,8 @@ class ToolSearch:
     ``phrasings`` (``tool -> [request, ...]``, see :class:`~.phrasings.Phrasings`) are requests that led to a
     tool's successful use; they make the tool easier to find with the words real users used for it.
     ``decompose``: search each need of a multi-step request too (:func:`~.needs.decompose`).
+    ``index_cache``: keep each mode's keyword index in the user cache too (:mod:`.index_cache`), so a new
+    process reads it instead of building it; ``False`` (or ``cache_path=False``) builds it in memory.
     """
 
     def __init__(
@@ -134,6 +137,7 @@ class ToolSearch:
         expanded_weight: float = EXPANDED_WEIGHT,
         card_weight: float = CARD_WEIGHT,
         card_semantic_weight: float = CARD_SEMANTIC_WEIGHT,
+        index_cache: bool = True,
     ) -> None:
         self.registry = registry
         self.decompose = decompose
@@ -158,6 +162,7 @@ class ToolSearch:
             False if cache_path is False else Path(cache_path) if cache_path is not None else None
         )
         self._vectors: ToolVectors | None = None  # built on first semantic use
+        self._index_cache = index_cache and cache_path is not False
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
@@ -245,10 +250,14 @@ class ToolSearch:
         index = self._lexical.get(key)
         if index is None:
             tools = self.registry.tools
-            index = LexicalIndex(
-                ((n, {**doc_fields(tools[n]), "expanded": expansion(n)}) for n in tools if n in key),
-                weights=self._weights,
-            )
+
+            def build() -> LexicalIndex:
+                return LexicalIndex(
+                    ((n, {**doc_fields(tools[n]), "expanded": expansion(n)}) for n in tools if n in key),
+                    weights=self._weights,
+                )
+
+            index = kept_index(self.registry, key, self._weights, build) if self._index_cache else build()
             with self._lock:
                 index = self._lexical.setdefault(key, index)
         return index

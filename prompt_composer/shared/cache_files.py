@@ -5,6 +5,12 @@ trusting them, written atomically, and bounded in number. :mod:`.yamlcache` keep
 Why JSON: the cache lives in a folder other programs can write, so it holds data only, never anything that runs
 or builds objects when read (pickle does; ``marshal`` can hold code objects and is documented as unsafe for data
 one did not write). ``json.loads`` of anything at all returns plain values or raises ``ValueError``.
+
+Whose it is: a cache file is read only when it, and the folder holding it, belong to this process's user and no
+one else can write either (as ssh treats ``~/.ssh``): then no other user can have written or replaced it, since
+replacing a file takes writing its folder. The folders are created private (0700) and the files 0600, so a cache
+this package wrote always passes; one in a folder others can write (a shared or misconfigured cache location) is
+ignored with a log line, and the command runs as without a cache.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -35,16 +42,33 @@ def folder_cache_file(kind: str, root: Path, cache_dir: Path | None = None) -> P
     return (cache_dir or default_cache_dir()) / kind / f"{slug}-{digest}.json"
 
 
+def _foreign(info: os.stat_result) -> str | None:
+    """Why a file or folder whose ``stat`` is ``info`` may hold what another user wrote, or None."""
+    if info.st_uid != os.geteuid():
+        return f"owned by user {info.st_uid}, not this user ({os.geteuid()})"
+    if info.st_mode & 0o022:
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
 def read_cache(path: Path, what: str, logger: logging.Logger) -> tuple[Any, bool]:
-    """The JSON value of the cache file ``path`` (``None`` when there is none, or it cannot be read or is not
-    JSON: logged as a warning, naming ``what``) and whether a file was there."""
+    """The JSON value of the cache file ``path`` (``None`` when there is none, or it cannot be read, is not
+    JSON, or could hold what another user wrote (see the module docstring): logged as a warning, naming ``what``)
+    and whether a file was there."""
     try:
+        folder = os.stat(path.parent)
         raw = read_bytes(path, what=what, max_bytes=MAX_CACHE_BYTES)
-    except InputFileError as exc:
+        info = os.stat(path)  # the same file read: no one else can replace it in a folder only we can write
+    except (InputFileError, OSError) as exc:
         there = path.exists() or path.is_symlink()
         if there:
             logger.warning("ignoring the %s %s: %s; it will be rebuilt", what, path, exc)
         return None, there
+    foreign = _foreign(folder)
+    why = f"its folder is {foreign}" if foreign else _foreign(info)
+    if why:
+        logger.warning("ignoring the %s %s: %s; nothing of it is used (chmod go-w, or remove it)", what, path, why)
+        return None, True
     try:
         return json.loads(raw), True
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (a truncated write), nested too deeply

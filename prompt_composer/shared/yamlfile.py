@@ -1,282 +1,57 @@
-"""YAML files read with line numbers: every problem is reported as ``path:line: message``, never raised."""
+"""YAML files read with line numbers: every problem is reported as ``path:line: message``, never raised.
+
+The parser itself is :mod:`.yamlparse`, imported at the first text parsed; what the rest of the package needs of
+YAML files (lines, bounds, loading a model) imports no YAML library."""
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
-from yaml.constructor import SafeConstructor
-from yaml.reader import Reader
-from yaml.resolver import Resolver
-
-try:
-    from yaml._yaml import CParser
-except ImportError:  # PyYAML built without libyaml: the pure-Python parser does it all
-    CParser = None  # type: ignore[assignment,misc]
 
 from ..errors import InputFileError, Problem, did_you_mean
 from .files import read_text
+from .yamltypes import (
+    MAX_COMPOSE_DEPTH,
+    MAX_YAML_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_VALUES,
+    LineMap,
+    Scalar,
+    ScalarMap,
+)
 
-LineMap = dict[tuple[str | int, ...], int]
+__all__ = [
+    "MAX_COMPOSE_DEPTH",
+    "MAX_YAML_BYTES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_VALUES",
+    "PARSER",
+    "LineMap",
+    "Scalar",
+    "ScalarMap",
+    "ValidatedModels",
+    "YamlReader",
+    "known_keys",
+    "line_of",
+    "load_model",
+    "load_named_model",
+    "parse_yaml",
+    "read_yaml",
+    "validation_problems",
+    "yaml_files",
+    "yaml_layout",
+    "yaml_text",
+]
 
-
-@dataclass(frozen=True)
-class Scalar:
-    """A scalar value where a YAML text writes it: the line it starts on, its style (``|`` or ``>`` for a block,
-    a quote, or ``None`` when plain) and its value (a ``|`` block's value has one line per line of the file)."""
-
-    line: int
-    style: str | None
-    value: str
-
-
-ScalarMap = dict[tuple[str | int, ...], Scalar]
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-_INT_TAG = "tag:yaml.org,2002:int"
-_BINARY_TAG = "tag:yaml.org,2002:binary"
-_MAX_INT_CHARS = 300  # far past any number a doc holds; a longer one could exceed what str() and JSON can write
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# What only the Python parser reads (see _loader): a character YAML does not allow (PyYAML's reader's own
-# pattern), a tab, or a "!" where a token can start.
-_PYTHON_ONLY = f"{Reader.NON_PRINTABLE.pattern}|\t|(?:^|(?<=[\\s\\[{{,]))!"  # compiled at the first parse
-
-
-def _surrogate(node: yaml.ScalarNode, problems: list[tuple[str, int]]) -> bool:
-    """Report a scalar holding a lone surrogate (an escape such as ``"\\ud800"``): no character, so no text that
-    holds it can be written as UTF-8 (the registry's fingerprint, a prompt, a log line)."""
-    found = _SURROGATE.search(str(node.value))
-    if found is None:
-        return False
-    message = f"invalid YAML: U+{ord(found.group()):04X} is a lone surrogate, not a character (an escape writes it)"
-    problems.append((message, node.start_mark.line + 1))
-    return True
-
-
-def _walk(
-    node: yaml.Node,
-    path: tuple[str | int, ...],
-    lines: LineMap,
-    problems: list[tuple[str, int]],
-    ancestors: frozenset[int] = frozenset(),
-    visited: set[int] | None = None,
-    scalars: ScalarMap | None = None,
-) -> None:
-    """Record the line of every key path (and in ``scalars``, when given, every scalar value); collect duplicate
-    keys, non-string keys, lone surrogates, nesting too deep and recursive aliases.
-
-    Each node is walked once (an alias points at a node already walked), so "billion laughs" files stay cheap.
-    """
-    visited = set() if visited is None else visited
-    if len(path) > MAX_YAML_DEPTH:
-        problems.append((f"nested more than {MAX_YAML_DEPTH} levels deep", node.start_mark.line + 1))
-        return
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.ScalarNode):
-        _surrogate(node, problems)
-        digits = len(str(node.value))
-        if node.tag == _INT_TAG and digits > _MAX_INT_CHARS:  # 0xfff… makes an int no one can print
-            problems.append((f"invalid YAML: an integer of {digits:,} characters", node.start_mark.line + 1))
-        elif node.tag == _BINARY_TAG:  # bytes: no text, and not UTF-8 text at that (nothing could write them)
-            problems.append(("invalid YAML: a !!binary value; a doc holds text", node.start_mark.line + 1))
-        if scalars is not None:
-            style = node.style or None  # libyaml says "" where PyYAML says None (a plain scalar)
-            scalars.setdefault(path, Scalar(node.start_mark.line + 1, style, str(node.value)))
-    if id(node) in ancestors:
-        problems.append((f"recursive YAML alias at {'.'.join(map(str, path)) or 'the top'}", node.start_mark.line + 1))
-        return
-    if id(node) in visited:
-        return
-    visited.add(id(node))
-    inner = ancestors | {id(node)}
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):  # its repr could be as large as the file, or larger
-                kind = "mapping" if isinstance(key_node, yaml.MappingNode) else "sequence"
-                problems.append((f"a {kind} as a key: keys must be strings", line))
-                continue
-            key = str(key_node.value)
-            if key_node.tag != _STR_TAG:
-                problems.append((f"key {key[:80]!r} must be a string (quote it)", line))
-                continue
-            if _surrogate(key_node, problems):
-                continue
-            if key in seen:
-                problems.append((f"duplicate key {'.'.join(map(str, (*path, key)))!r}", line))
-            seen.add(key)
-            lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, problems, inner, visited, scalars)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, (*path, index), lines, problems, inner, visited, scalars)
-
-
-# A tool doc or mode is a few kilobytes; this bounds what a mistaken or hostile file can make a loader hold.
-MAX_YAML_BYTES = 4 * 1024 * 1024
-# A tool doc has a few hundred values (the largest imported schemas a few thousand). Composing is what costs
-# (PyYAML keeps an object and two marks per value: 4 MB of "[1,1,1,…" took 70 s and 1.7 GB), so composing stops
-# past this many values; and a document whose aliases, expanded, make more values than this (a "billion laughs"
-# file: a few lines that every consumer of the data would expand to 10^9 values) is refused.
-MAX_YAML_VALUES = 100_000
-# Real docs nest at most about a dozen levels; deeper nesting exhausts the recursion of whatever walks the data.
-MAX_YAML_DEPTH = 100
-
-
-# Composing stops at this depth (a problem at the line of the value that goes deeper): far past MAX_YAML_DEPTH,
-# whose nodes are still reported one by one, and far short of the interpreter's recursion limit, so the outcome
-# depends on neither the stack nor the parser.
-MAX_COMPOSE_DEPTH = 2 * MAX_YAML_DEPTH
-
-# Which parser reads YAML text: libyaml's C parser where PyYAML was built with it, else PyYAML's pure-Python one.
-# Both feed the same composer (below), so the nodes, their lines and every bound are the same either way; the C
-# parser only makes the scanning and parsing, nearly all of the time, ~35 times faster. Tests set it to compare.
-PARSER: Literal["libyaml", "python"] = "libyaml" if CParser is not None else "python"
-
-
-class _BoundError(yaml.composer.ComposerError):
-    """A document past a bound of this module (too many values, nested too deeply): the same under both parsers."""
-
-
-class _Bounded(yaml.composer.Composer):
-    """PyYAML's composer, stopping (an error at the value's line) once it has composed too many values or gone
-    too deep. Mixed in before a parser, it composes the events of either parser into the same nodes."""
-
-    _values = 0
-    _depth = 0
-    anchored = False  # whether the document defines an anchor (without one, it has no alias to expand)
-
-    if TYPE_CHECKING:  # what the parser and constructor mixed in with it give
-
-        def peek_event(self) -> Any: ...
-        def construct_document(self, node: yaml.Node) -> Any: ...
-        def dispose(self) -> None: ...
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        self._values += 1
-        if self._values > MAX_YAML_VALUES:
-            mark = self.peek_event().start_mark
-            raise _BoundError(
-                None, None, f"more than {MAX_YAML_VALUES:,} values: far more than a tool doc or mode holds", mark
-            )
-        if self._depth >= MAX_COMPOSE_DEPTH:
-            mark = self.peek_event().start_mark
-            raise _BoundError(None, None, f"nested too deeply (more than {MAX_COMPOSE_DEPTH} levels)", mark)
-        self._depth += 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        self.anchored = self.anchored or bool(self.anchors)
-        return node
-
-
-class _BoundedLoader(_Bounded, yaml.SafeLoader):
-    """The pure-Python safe loader, bounded."""
-
-
-if CParser is not None:
-
-    class _CBoundedLoader(_Bounded, CParser, SafeConstructor, Resolver):
-        """libyaml's events, composed by the bounded composer, built by the safe constructor."""
-
-        def __init__(self, stream: str) -> None:
-            CParser.__init__(self, stream)
-            SafeConstructor.__init__(self)
-            Resolver.__init__(self)
-            yaml.composer.Composer.__init__(self)
-
-
-def _loader(text: str, parser: str) -> _Bounded:
-    """The bounded loader of ``parser`` for ``text``.
-
-    A few kinds of text always go to the Python parser, where the two parsers part ways: one holding a character
-    YAML does not allow (libyaml checks characters as it goes; PyYAML's reader checks the whole text first and
-    names the character) or a lone surrogate (libyaml reads UTF-8 only); one holding a tab (libyaml takes a tab
-    where PyYAML refuses one, as after ``key:``); and one that may hold a tag (a ``!`` where a token can start:
-    the parsers end a tag at different characters, and read the non-specific ``!`` differently). No shipped or
-    imported doc holds a tab or a tag, so real docs take the fast path; the rest keep today's reading."""
-    if parser == "libyaml" and CParser is not None and not re.search(_PYTHON_ONLY, text):
-        try:
-            return _CBoundedLoader(text)
-        except UnicodeEncodeError:
-            pass
-    return _BoundedLoader(text)
-
-
-def _expansion_problem(root: yaml.Node) -> tuple[str, int] | None:
-    """A problem when the document, its aliases expanded, holds more than MAX_YAML_VALUES values: at the line of the
-    first value (in document order) whose expansion passes the limit. Each node is sized once (sizes are shared
-    through the aliases), so this costs as little as the document itself."""
-    sizes: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if id(node) in sizes:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        if not children_done:
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(children) if id(child) not in sizes)
-            continue
-        size = 1 + sum(sizes[id(child)] for child in children)
-        if size > MAX_YAML_VALUES:
-            return (
-                f'invalid YAML: its aliases expand to more than {MAX_YAML_VALUES:,} values (a "billion laughs" file)',
-                node.start_mark.line + 1,
-            )
-        sizes[id(node)] = size
-    return None
-
-
-_CONSTRUCT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError)
-
-
-def _bad_scalar(loader: yaml.SafeLoader, node: yaml.Node, seen: set[int] | None = None) -> tuple[yaml.Node, str] | None:
-    """The first scalar whose explicit tag cannot build its value (``!!int x``, ``!!timestamp 2020-13-45``)."""
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return None
-    seen.add(id(node))
-    if isinstance(node, yaml.ScalarNode):
-        try:
-            loader.construct_object(node, deep=True)
-        except (*_CONSTRUCT_ERRORS, yaml.YAMLError) as exc:
-            return node, str(exc) or type(exc).__name__
-        return None
-    children: list[yaml.Node] = []
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            children += [key, value]
-    elif isinstance(node, yaml.SequenceNode):
-        children = list(node.value)
-    for child in children:
-        found = _bad_scalar(loader, child, seen)
-        if found is not None:
-            return found
-    return None
-
-
-def _marked_problem(path: Path, exc: yaml.MarkedYAMLError) -> Problem:
-    mark = exc.problem_mark or exc.context_mark
-    line = mark.line + 1 if mark else 1
-    message = f"invalid YAML: {exc.problem or exc}"
-    if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
-        message += f" ({exc.context} at line {exc.context_mark.line + 1})"
-    return Problem(path, line, message)
+# Which parser reads YAML text: "libyaml", its C parser where PyYAML was built with it (else PyYAML's pure-Python
+# one), or "python". Both feed the same composer (.yamlparse), so the nodes, their lines and every bound are the
+# same either way; the C parser only makes the scanning and parsing, nearly all of the time, ~35 times faster.
+# Tests set it to compare.
+PARSER: Literal["libyaml", "python"] = "libyaml"
 
 
 def read_yaml(path: Path) -> tuple[Any, LineMap, list[Problem]]:
@@ -306,69 +81,18 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, LineMap, list[Problem]]:
     Parsed by :data:`PARSER`. A text libyaml refuses is parsed again by the pure-Python parser, whose message
     and line the problem then carries: the two parsers word their errors differently, and a problem reads the
     same whichever parser a machine has (a broken file is rare; the second parse costs only then)."""
-    return _parse(text, path, PARSER)
+    from .yamlparse import parse
 
-
-def _parse(text: str, path: Path, parser: str) -> tuple[Any, LineMap, list[Problem]]:
-    try:
-        loader = _loader(text, parser)
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, DEL …)
-        line = text.count("\n", 0, exc.position) + 1
-        char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
-        return None, {}, [Problem(path, line, f"invalid YAML: the character {char} is not allowed in YAML")]
-    fast = not isinstance(loader, _BoundedLoader)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, {}, [Problem(path, 1, "file is empty")]
-        lines: LineMap = {}
-        found: list[tuple[str, int]] = []
-        _walk(node, (), lines, found)
-        if not found and loader.anchored:  # (a recursive alias has no finite expansion: it is reported as such)
-            found += filter(None, [_expansion_problem(node)])
-        if found:  # constructing a recursive, too large or non-string-keyed document would fail or mislead
-            return None, lines, [Problem(path, line, message) for message, line in found]
-        try:
-            data = loader.construct_document(node)
-        except _CONSTRUCT_ERRORS:
-            bad = _bad_scalar(yaml.SafeLoader(""), node)
-            where, why = (bad[0].start_mark.line + 1, bad[1]) if bad else (1, "a value cannot be built")
-            tag = bad[0].tag.rsplit(":", 1)[-1] if bad else "value"
-            return None, lines, [Problem(path, where, f"invalid YAML: not a valid !!{tag}: {why}")]
-    except _BoundError as exc:
-        return None, {}, [_marked_problem(path, exc)]
-    except yaml.YAMLError as exc:
-        if fast:
-            return _parse(text, path, "python")
-        if isinstance(exc, yaml.MarkedYAMLError):
-            return None, {}, [_marked_problem(path, exc)]
-        return None, {}, [Problem(path, 1, f"invalid YAML: {exc}")]
-    except RecursionError:
-        return None, {}, [Problem(path, 1, "invalid YAML: nested too deeply")]
-    finally:
-        loader.dispose()
-    return data, lines, []
+    return parse(text, path, PARSER)
 
 
 def yaml_layout(text: str) -> tuple[LineMap, ScalarMap]:
     """Where the values of a YAML text are: each key path's line (as :func:`read_yaml` maps them: a mapping
     entry at its key's line) and each scalar value; both empty when the text is no single YAML document. For
     locating something in a value that was loaded from this text."""
-    lines: LineMap = {}
-    scalars: ScalarMap = {}
-    for parser in dict.fromkeys((PARSER, "python")):  # libyaml first; a text it refuses, as parse_yaml does
-        try:
-            loader = _loader(text, parser)
-            try:
-                node = loader.get_single_node()
-            finally:
-                loader.dispose()
-        except (yaml.YAMLError, RecursionError):
-            continue
-        if node is not None:
-            _walk(node, (), lines, [], scalars=scalars)
-        return lines, scalars
-    return {}, {}
+    from .yamlparse import layout
+
+    return layout(text, PARSER)
 
 
 def line_of(lines: LineMap, loc: tuple[str | int, ...]) -> int:
@@ -418,8 +142,26 @@ def validation_problems(
 YamlReader = Callable[[Path], tuple[Any, LineMap, list[Problem]]]  # read_yaml, or a cache's read (see .yamlcache)
 
 
-def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> tuple[M | None, LineMap, list[Problem]]:
-    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions."""
+class ValidatedModels(Protocol):
+    """Models validated before from the same bytes, and where to keep those validated now (a cache's: see
+    :class:`~.yamlcache.YamlCache`)."""
+
+    def validated(self, path: Path, model: type[M]) -> M | None: ...
+
+    def keep(self, path: Path, obj: BaseModel) -> None: ...
+
+
+def load_model(
+    path: Path, model: type[M], *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
+) -> tuple[M | None, LineMap, list[Problem]]:
+    """Read ``path`` as YAML (with ``read``) and validate it as ``model``; problems instead of exceptions.
+
+    ``models``: where a model validated before from the same bytes comes from (then nothing is read or
+    validated, and the line map is empty), and where the model validated now is kept (see :mod:`.yamlcache`)."""
+    if models is not None:
+        known = models.validated(path, model)
+        if known is not None:
+            return known, {}, []
     data, lines, problems = read(path)
     if data is None and not problems:
         problems.append(Problem(path, 1, "file is empty"))
@@ -428,16 +170,19 @@ def load_model(path: Path, model: type[M], *, read: YamlReader = read_yaml) -> t
     if not isinstance(data, Mapping):
         return None, lines, [Problem(path, 1, f"expected a mapping of keys, got {type(data).__name__}")]
     try:
-        return model.model_validate(data), lines, []
+        obj = model.model_validate(data)
     except ValidationError as exc:
         return None, lines, list(validation_problems(path, lines, exc, model))
+    if models is not None:
+        models.keep(path, obj)
+    return obj, lines, []
 
 
 def load_named_model(
-    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml
+    path: Path, model: type[M], key: str, *, read: YamlReader = read_yaml, models: ValidatedModels | None = None
 ) -> tuple[M | None, LineMap, list[Problem]]:
     """:func:`load_model`, plus the rule that the model's ``key`` (its name or slug) equals the file's stem."""
-    obj, lines, problems = load_model(path, model, read=read)
+    obj, lines, problems = load_model(path, model, read=read, models=models)
     if obj is not None and getattr(obj, key) != path.stem:
         message = f"{key} {getattr(obj, key)!r} must equal the file name {path.stem!r}"
         return None, lines, [*problems, Problem(path, line_of(lines, (key,)), message)]
@@ -445,5 +190,11 @@ def load_named_model(
 
 
 def yaml_files(folder: Path) -> list[Path]:
-    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist), in a stable order."""
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    """The ``*.yaml`` and ``*.yml`` files of a folder (none if it does not exist or cannot be listed), in a stable
+    order: what ``folder.glob`` finds for both patterns, sorted, listed once (a warm load reads little else)."""
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(entry.name for entry in listing if entry.name.endswith((".yaml", ".yml")))
+    except OSError:  # missing, not a folder, unreadable
+        return []
+    return [folder / name for name in names]

@@ -325,3 +325,36 @@ def test_a_fifo_or_dev_zero_in_place_of_a_log_results_or_state_returns_at_once(
         (docs / STATE_FILE).symlink_to(special)
     code = within(lambda: main(["import", "json", str(imported / "tools.json"), "--out", str(docs)]), BOUND)
     _expect_one_line(code, capsys.readouterr().err, str(docs / STATE_FILE), kind)
+
+
+# --- a path the system refuses, named on the command line ----------------------------------------------------------
+
+LONG = "a" * 5000  # longer than any file name the system takes (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate", "--docs", LONG],
+        ["compose", "--docs", LONG, "--mode", "code"],
+        ["audit", "--docs", LONG],
+        ["search", "--docs", LONG, "--mode", "code", "find a file"],
+        ["stats", LONG],
+        ["import", "json", "tools.json", "--out", LONG],
+        ["import", "--recover", "--docs", LONG],
+    ],
+    ids=lambda argv: " ".join(a if a != LONG else "LONG" for a in argv),
+)
+def test_a_path_too_long_for_the_system_is_one_line_naming_it(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tools.json").write_text('[{"name": "t", "description": "A tool.", "input_schema": {}}]')
+    before = snapshot(tmp_path)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert LONG[:100] in err
+    assert snapshot(tmp_path) == before

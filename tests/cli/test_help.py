@@ -107,3 +107,67 @@ def test_the_regenerate_command_reports_a_stale_page(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_each_subcommand_is_registered_by_the_module_the_table_names() -> None:
+    from prompt_composer.cli import COMMANDS
+
+    top = [path[0] for path, _ in subcommands(PARSER) if len(path) == 1]
+    assert sorted(top) == sorted(COMMANDS)
+    for command in COMMANDS:
+        alone = build_parser(command)
+        registered = {path[0] for path, _ in subcommands(alone) if len(path) == 1}
+        assert command in registered and {COMMANDS[c] for c in registered} == {COMMANDS[command]}
+
+
+@pytest.mark.parametrize(("name", "parser"), ALL, ids=[name for name, _ in ALL])
+def test_a_subcommands_parser_built_alone_is_the_one_the_whole_parser_has(
+    name: str, parser: argparse.ArgumentParser
+) -> None:
+    """What `main` builds for a command line that names the subcommand: the same help, the same options."""
+    alone = dict(subcommands(build_parser(name.split()[0])))[tuple(name.split())]
+    assert alone.format_help() == parser.format_help() and alone.format_usage() == parser.format_usage()
+    assert [a.option_strings for a in alone._actions] == [a.option_strings for a in parser._actions]
+    assert [a.default for a in alone._actions] == [a.default for a in parser._actions]
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["compose", "--mode", "code"], "compose"),
+        (["--docs", "d", "-vv", "--no-cache", "--overlay=o", "search", "x"], "search"),
+        (["--docs=d", "-q", "import", "json", "f"], "import"),
+        (["--docs", "compose", "tools"], "tools"),  # a folder named like a command is the option's value
+        (["--help"], None),
+        (["--version"], None),
+        (["--doc", "d", "compose"], None),  # an abbreviation: the whole parser reads it (or refuses it)
+        (["compse"], None),  # mistyped: the whole parser names the commands
+        ([], None),
+        (["--docs"], None),
+        (["-x", "compose"], None),
+    ],
+)
+def test_main_builds_the_parser_of_the_subcommand_named(argv: list[str], command: str | None) -> None:
+    from prompt_composer.cli import command_in
+
+    assert command_in(argv) == command
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--docs", "tool_docs", "compose", "--mode", "code", "--recent", "read_file", "--format", "json"],
+        ["--no-cache", "-v", "search", "--mode", "code", "--limit", "2", "read a file"],
+        ["import", "json", "tools.json", "--out", "out"],
+        ["model", "setup"],
+        ["-q", "audit", "--security", "--format", "sarif"],
+    ],
+)
+def test_the_parser_built_alone_reads_a_command_line_as_the_whole_parser_does(argv: list[str]) -> None:
+    from prompt_composer.cli import command_in
+
+    command = command_in(argv)
+    assert command is not None
+    alone, whole = vars(build_parser(command).parse_args(argv)), vars(PARSER.parse_args(argv))
+    handlers = alone.pop("handler"), whole.pop("handler")  # made per registration (a closure, some of them)
+    assert alone == whole and len({f"{h.__module__}.{h.__qualname__}" for h in handlers}) == 1

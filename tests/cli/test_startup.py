@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,46 +31,63 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "tool_docs"
 # Third-party packages no command needs to start: each is imported by the handler that uses it.
 HEAVY = ("tiktoken", "numpy", "anthropic", "openai", "mcp", "httpx", "asyncio", "jsonschema", "xllamacpp")
-# What `import prompt_composer.cli` imports of the package: the command modules, and what their parsers need.
-COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
-PARSER_MODULES = frozenset(
+# What every run imports of the package: the command, its messages and settings, and what they need.
+BASE_MODULES = frozenset(
     {
         "prompt_composer",
         "prompt_composer.cli",
-        *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
-        "prompt_composer.cli.output",  # every line a command writes, escaped
-        "prompt_composer.cli.lint_layers",  # the --semantic option (the layer itself is imported when made)
+        *(f"prompt_composer.cli.{name}" for name in ["_common", "help_text", "output", "project", "settings"]),
         "prompt_composer.errors",
-        "prompt_composer.learn",
-        "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
-        "prompt_composer.local",
-        "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
         "prompt_composer.shared",
-        "prompt_composer.shared.annotations",
-        "prompt_composer.shared.cache_dir",
-        "prompt_composer.shared.files",
-        "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
-        "prompt_composer.shared.journal_records",
-        "prompt_composer.shared.journal_state",
-        "prompt_composer.shared.jsontext",
-        "prompt_composer.shared.lazy",
-        "prompt_composer.shared.nofollow",
-        "prompt_composer.shared.progress",
-        "prompt_composer.shared.text",
-        "prompt_composer.shared.version",
+        *(f"prompt_composer.shared.{name}" for name in ["annotations", "files", "lazy", "progress", "text", "version"]),
     }
 )
+# What the whole parser (--version, --help, a command line main cannot read ahead) imports: every command module,
+# and what their parsers need.
+COMMAND_MODULES = "_common agent bench discovery gateway help_text interop local project registry serve_http settings"
+PARSER_MODULES = BASE_MODULES | {
+    *(f"prompt_composer.cli.{name}" for name in f"{COMMAND_MODULES} stats tune".split()),
+    "prompt_composer.cli.lint_layers",  # audit's --semantic option (the layer itself is imported when made)
+    "prompt_composer.learn",
+    "prompt_composer.learn.costs",  # the cost models' names: run --provider's and tune's choices
+    "prompt_composer.local",
+    "prompt_composer.local.weights",  # the default weights' name and size, in `model setup --help`
+    "prompt_composer.shared.cache_dir",
+    "prompt_composer.shared.journal",  # the import commands' interruption handling, and its records
+    "prompt_composer.shared.journal_records",
+    "prompt_composer.shared.journal_state",
+    "prompt_composer.shared.jsontext",
+    "prompt_composer.shared.nofollow",
+}
+# A command line that names its subcommand builds that module's parsers alone (cli.COMMANDS).
+ALONE_MODULES = {
+    "compose": BASE_MODULES | {"prompt_composer.cli.registry", "prompt_composer.cli.lint_layers"},
+    "import": BASE_MODULES
+    | {
+        "prompt_composer.cli.interop",
+        *(f"prompt_composer.shared.{n}" for n in ["journal", "journal_records", "journal_state", "nofollow"]),
+    },
+}
 CORE_MODULES = (
-    "access audit bounds builtins cards composer counts definitions docs fetch mentions modes prompt registry schema"
+    "access bounds builtins cards composer counts definitions docs fetch mentions modes precompiled prompt registry "
+    "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
 )
-COMPOSE_MODULES = PARSER_MODULES | {
-    "prompt_composer.agent",
-    "prompt_composer.agent.providers",  # the provider's tool format
+# What a warm `compose` imports (of the agent layer, the providers module only for a format not the composer's own;
+# the audit only for a mode over its budget).
+COMPOSE_MODULES = ALONE_MODULES["compose"] | {
     "prompt_composer.core",
     *(f"prompt_composer.core.{name}" for name in f"{CORE_MODULES} schema session tiers tokens".split()),
+    "prompt_composer.shared.cache_dir",
     "prompt_composer.shared.cache_files",
+    "prompt_composer.shared.journal_records",  # a folder with an interrupted import is refused
+    "prompt_composer.shared.journal_state",
+    "prompt_composer.shared.jsonwrite",  # the printed JSON
+    "prompt_composer.shared.nofollow",
+    "prompt_composer.shared.model_records",  # the validated models the cache keeps
+    "prompt_composer.shared.sources",
     "prompt_composer.shared.yamlcache",
     "prompt_composer.shared.yamlfile",
+    "prompt_composer.shared.yamltypes",  # not yamlparse: with the cache warm, no YAML is parsed
 }
 
 PROBE = """
@@ -81,27 +99,43 @@ with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+
+def models(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from models(sub)
+
+bases = [sys.modules["pydantic.main"].BaseModel] if "pydantic.main" in sys.modules else []
+built = sorted({f"{m.__module__}.{m.__qualname__}" for base in bases for m in models(base)
+                if m.__module__.startswith("prompt_composer") and getattr(m, "__pydantic_complete__", False)})
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": built}))
 """
+
+
+def run_probe(*argv: str, cache: Path) -> dict[str, Any]:
+    """What a fresh process running the command had imported when it ended, and the package's pydantic models
+    whose validator it had built."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    assert result["code"] in (0, None), proc.stderr
+    return result
 
 
 def imported(*argv: str, cache: Path) -> tuple[set[str], set[str]]:
     """The package's modules and the third-party top-level packages a fresh process running the command had
     imported when it ended."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(cache)}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, timeout=120, check=True
-    )
-    result = json.loads(proc.stdout.splitlines()[-1])
-    assert result["code"] in (0, None), proc.stderr
-    modules = set(result["modules"])
+    modules = set(run_probe(*argv, cache=cache)["modules"])
     return {m for m in modules if m.split(".")[0] == "prompt_composer"}, {m.split(".")[0] for m in modules}
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["compose", "--help"], ["import", "json", "--help"]])
 def test_the_version_and_help_import_no_library_module(tmp_path: Path, argv: list[str]) -> None:
     package, top = imported(*argv, cache=tmp_path)
-    assert package == PARSER_MODULES, f"joined: {sorted(package - PARSER_MODULES)}; left: {PARSER_MODULES - package}"
+    expected = ALONE_MODULES.get(argv[0], PARSER_MODULES)
+    assert package == expected, f"joined: {sorted(package - expected)}; left: {expected - package}"
     assert not top & {"pydantic", "yaml", "jinja2", "regex", "cachetools", *HEAVY}
 
 
@@ -111,8 +145,19 @@ def test_compose_imports_the_core_and_with_a_warm_cache_not_the_tokenizer(tmp_pa
     assert "tiktoken" in cold_top  # the first run counts its tokens, and keeps them
     package, top = imported(*argv, cache=tmp_path)
     assert package == COMPOSE_MODULES, f"joined: {sorted(package - COMPOSE_MODULES)}; left: {COMPOSE_MODULES - package}"
-    assert cold == package
-    assert not top & set(HEAVY)  # the lint, importers, reports, agent loop, discovery, MCP: none of them either
+    assert cold == package | {"prompt_composer.shared.yamlparse"}
+    assert not top & {"yaml", *HEAVY}  # no YAML parsed; no lint, importers, reports, agent loop, discovery, MCP
+
+
+def test_compose_with_a_warm_cache_validates_nothing(tmp_path: Path) -> None:
+    """The docs come back from the cache's records of their validated models (shared/yamlcache.py): no model's
+    validator is built (pydantic's costliest step on a first validation), and the regex module that checks a
+    mode's file_regex is not imported."""
+    argv = ("--docs", str(SHIPPED), "compose", "--mode", "architect")  # architect restricts its edits by regex
+    cold = run_probe(*argv, cache=tmp_path)
+    assert "prompt_composer.core.docs.ToolDoc" in cold["built"] and "regex" in cold["modules"]
+    warm = run_probe(*argv, cache=tmp_path)
+    assert warm["built"] == [] and "regex" not in warm["modules"]
 
 
 def test_the_parsers_choices_and_defaults_are_the_librarys() -> None:

@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.doc_mutations import MUTATIONS, mutate, shipped_files
-from prompt_composer.shared import yamlfile
+from prompt_composer.shared import yamlfile, yamlparse
 from prompt_composer.shared.yamlfile import MAX_COMPOSE_DEPTH, MAX_YAML_VALUES, read_yaml, yaml_layout
 from tests.helpers import within
 
-pytestmark = pytest.mark.skipif(yamlfile.CParser is None, reason="PyYAML without libyaml: one parser only")
+pytestmark = pytest.mark.skipif(yamlparse.CParser is None, reason="PyYAML without libyaml: one parser only")
 
 SHIPPED = shipped_files()
 TARGETS = [p for p in SHIPPED if p.name in ("search_files.yaml", "code.yaml", "read.yaml")]
@@ -115,7 +115,7 @@ def test_a_text_libyaml_refuses_carries_the_python_parsers_message(tmp_path: Pat
 
 
 def test_without_libyaml_the_python_parser_reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(yamlfile, "CParser", None)
+    monkeypatch.setattr(yamlparse, "CParser", None)
     target = tmp_path / "doc.yaml"
     target.write_text("name: x\nitems: [1, 2]\n")
     lines = {(): 1, ("name",): 1, ("items",): 2, ("items", 0): 2, ("items", 1): 2}
