@@ -94,7 +94,7 @@ def sdk(base_url: str) -> Iterator[anthropic.Anthropic]:
         yield client
 
 
-def run(client: Any, task: str, workspace: Path, **kw: Any) -> LoopResult:
+def run(client: Any, task: str, workspace: Path, *, iterations: int = MAX_ITERATIONS, **kw: Any) -> LoopResult:
     """The loop, as a user runs it; a model still calling tools at the bound is an ended loop too."""
     try:
         result: LoopResult = client.run(
@@ -102,13 +102,13 @@ def run(client: Any, task: str, workspace: Path, **kw: Any) -> LoopResult:
             model="local",
             max_tokens=400,
             executors=workspace_executors(workspace),
-            max_iterations=MAX_ITERATIONS,
+            max_iterations=iterations,
             extra_body=TEMPERATURE,
             **kw,
         )
     except MaxIterationsError as exc:
         result = exc.result
-        assert len(result.iterations) == MAX_ITERATIONS
+        assert len(result.iterations) == iterations
     return result
 
 
@@ -264,7 +264,9 @@ def test_a_tool_outside_the_mode_is_refused_without_its_text(
     assert "write_to_file" not in [t["name"] for t in client.prompt().tools]
     refused = client.answer_fetch({"name": "write_to_file"})
     assert refused.is_error and registry.tools["write_to_file"].full not in refused.content
-    result = run(client, "Call fetch_tool_description with the name write_to_file.", workspace)
+    # Three turns: the refusal and what the model does with it (a small model may retry the refused fetch until
+    # the bound; the assertions hold at any bound, and six turns of retries cost minutes).
+    result = run(client, "Call fetch_tool_description with the name write_to_file.", workspace, iterations=3)
     full = registry.tools["write_to_file"].full.splitlines()[1]
     assert all(full not in c.output for c in result.tool_calls)
     for call in result.tool_calls:
