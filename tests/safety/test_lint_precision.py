@@ -8,8 +8,7 @@ then tuned on) and round3-heldout (10 poisoned, 4 clean; never tuned on). The cl
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,16 +18,11 @@ import pytest
 from prompt_composer.errors import LoadError
 from prompt_composer.safety.lint import quarantine_rules, scan, scan_text
 from prompt_composer.safety.rules import QUARANTINE_SEVERITY, load_rule_set
-from tests.helpers import CORPORA, REPO, make_doc
+from tests.helpers import CORPORA, make_doc
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_security", REPO / "benchmarks" / "bench_security.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.bench_security")
 
 
 @pytest.fixture(scope="module")

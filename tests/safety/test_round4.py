@@ -9,9 +9,8 @@ The figures are pinned so they cannot slip; docs/benchmarks.md has them with the
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,18 +18,13 @@ from typing import Any
 import pytest
 
 from prompt_composer.safety.rules import QUARANTINE_SEVERITY
-from tests.helpers import CORPORA, DATA, REPO
+from tests.helpers import CORPORA, DATA
 
 HELD_OUT = DATA / "poison" / "round5-heldout"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_security", REPO / "benchmarks" / "bench_security.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.bench_security")
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,8 @@ Severities are outcomes since issue 23: high quarantines, medium asks for review
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -455,12 +454,7 @@ def test_quarantined_yaml_round_trips(tmp_path: Path) -> None:
 
 
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_security", ROOT / "benchmarks" / "bench_security.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.bench_security")
 
 
 @pytest.fixture(scope="module")
