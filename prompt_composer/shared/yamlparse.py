@@ -30,8 +30,18 @@ _BINARY_TAG = "tag:yaml.org,2002:binary"
 _MAX_INT_CHARS = 300  # far past any number a doc holds; a longer one could exceed what str() and JSON can write
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # What only the Python parser reads (see _loader): a character YAML does not allow (PyYAML's reader's own
-# pattern), a tab, or a "!" where a token can start.
-_PYTHON_ONLY = f"{Reader.NON_PRINTABLE.pattern}|\t|(?:^|(?<=[\\s\\[{{,]))!"  # compiled at the first parse
+# pattern), a tab, or a "!" where a token can start. Three searches: one pattern of all three alternatives tries
+# the lookbehind at every character, ten times slower on a doc.
+_BANG = r"(?:^|(?<=[\s\[{,]))!"  # compiled at the first parse
+
+
+def _python_only(text: str) -> bool:
+    """Whether ``text`` is one the Python parser reads (see :func:`_loader`)."""
+    return (
+        "\t" in text
+        or Reader.NON_PRINTABLE.search(text) is not None
+        or ("!" in text and re.search(_BANG, text) is not None)
+    )
 
 
 def _surrogate(node: yaml.ScalarNode, problems: list[tuple[str, int]]) -> bool:
@@ -167,12 +177,110 @@ def _loader(text: str, parser: str) -> _Bounded:
     where PyYAML refuses one, as after ``key:``); and one that may hold a tag (a ``!`` where a token can start:
     the parsers end a tag at different characters, and read the non-specific ``!`` differently). No shipped or
     imported doc holds a tab or a tag, so real docs take the fast path; the rest keep today's reading."""
-    if parser == "libyaml" and CParser is not None and not re.search(_PYTHON_ONLY, text):
+    if parser == "libyaml" and CParser is not None and not _python_only(text):
         try:
             return _CBoundedLoader(text)
         except UnicodeEncodeError:
             pass
     return _BoundedLoader(text)
+
+
+# The fast path (see _fast): libyaml composes the nodes in C, and one pass in Python builds the data and the line
+# map together. libyaml's composer recurses in C without a bound (a text nested 50,000 deep overflows the stack),
+# so it is only given a text whose depth is bounded before it is parsed: every collection starts at a character
+# of its own among "[", "{", ":", "?" and a "-" before a blank, so a text with few of them cannot nest deeply.
+_FAST_MAX_CHARS = 64 * 1024  # the largest shipped or imported doc is ~15 KB; past this the bounded composer reads it
+_FAST_MAX_OPENERS = 1_000  # real docs: ~330 at most; libyaml composed 10,000 levels on an 8 MB stack, crashed at 50,000
+_OPENERS = r"[\[{:?]|-(?=\s|\Z)"  # compiled at the first text that needs it
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+class _Fallback(Exception):
+    """The fast path met what it leaves to the bounded composer (a problem to report, a tag it does not build)."""
+
+
+if CParser is not None:
+
+    class _CLoader(CParser, SafeConstructor, Resolver):
+        """libyaml's parser and composer, with the safe constructor for the scalars that are not strings."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+
+def _fast(text: str) -> tuple[Any, LineMap] | None:
+    """The data and line map of a clean document, as :func:`parse` makes them, faster; None when the text is not
+    one the fast path takes (too long, too many openers) or holds anything :func:`parse` would report or build
+    differently: that text is parsed again by :func:`parse`'s own path, which says what is wrong.
+
+    A collection met twice (an alias of it, which could expand without bound, or hold itself) goes to that path
+    too; without one there is at most one value a character of the text, so the value bound cannot be reached."""
+    if len(text) > _FAST_MAX_CHARS:
+        return None
+    rough = sum(text.count(char) for char in "[{:?-")  # a bound on the openers, ten times cheaper to count
+    if rough > _FAST_MAX_OPENERS and len(re.findall(_OPENERS, text)) > _FAST_MAX_OPENERS:
+        return None
+    loader = _CLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        lines: LineMap = {}
+        data = _build(root, (), lines, loader, set())
+    except (_Fallback, yaml.YAMLError, *_CONSTRUCT_ERRORS):
+        return None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def _build(node: yaml.Node, path: tuple[str | int, ...], lines: LineMap, loader: Any, seen: set[int]) -> Any:
+    """The value of ``node`` as the safe constructor builds it, each key path's line recorded as :func:`_walk`
+    records it; :class:`_Fallback` at anything :func:`_walk` would report or the constructor builds otherwise, and
+    at a collection already in ``seen`` (the ids of those built)."""
+    if len(path) > MAX_YAML_DEPTH:
+        raise _Fallback
+    lines.setdefault(path, node.start_mark.line + 1)
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        value = node.value
+        if node.style == '"' and _SURROGATE.search(value):  # only an escape makes one (libyaml reads UTF-8)
+            raise _Fallback
+        if tag == _STR_TAG:
+            return value
+        if tag == _INT_TAG and len(value) > _MAX_INT_CHARS:
+            raise _Fallback
+        if tag not in _SCALAR_TAGS:  # merge and value keys, and anything else, built as the slow path builds them
+            raise _Fallback
+        return loader.construct_object(node)
+    if id(node) in seen:
+        raise _Fallback
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        if tag != _MAP_TAG:
+            raise _Fallback
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
+                raise _Fallback
+            key = key_node.value
+            if key in mapping or (key_node.style == '"' and _SURROGATE.search(key)):
+                raise _Fallback
+            key_path = (*path, key)
+            lines[key_path] = key_node.start_mark.line + 1
+            mapping[key] = _build(value_node, key_path, lines, loader, seen)
+        return mapping
+    if tag != _SEQ_TAG:
+        raise _Fallback
+    return [_build(item, (*path, index), lines, loader, seen) for index, item in enumerate(node.value)]
+
+
+# The implicit scalar tags the safe constructor builds from a plain scalar (the merge "<<" and value "=" keys
+# excepted: the constructor folds those into their mapping).
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp"))
 
 
 def _expansion_problem(root: yaml.Node) -> tuple[str, int] | None:
@@ -243,6 +351,13 @@ def _marked_problem(path: Path, exc: yaml.MarkedYAMLError) -> Problem:
 
 def parse(text: str, path: Path, parser: str) -> tuple[Any, LineMap, list[Problem]]:
     """:func:`~.yamlfile.parse_yaml` with ``parser`` ("libyaml" where PyYAML has it, else "python")."""
+    if parser == "libyaml" and CParser is not None and not _python_only(text):
+        try:
+            done = _fast(text)
+        except UnicodeEncodeError:  # a lone surrogate in the text: the Python parser reads (and reports) it
+            done = None
+        if done is not None:
+            return done[0], done[1], []
     try:
         loader = _loader(text, parser)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, DEL …)
