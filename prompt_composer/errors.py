@@ -20,7 +20,6 @@ Errors carry their context as attributes so callers never parse messages.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +81,8 @@ class LoadError(PromptComposerError):
 def did_you_mean(name: str, candidates: Sequence[str]) -> str:
     """``"did you mean 'glob'?"`` (up to three close names), or ``""`` when none is close: the one hint every
     unknown name gets, whether a tool, a mode or a settings key."""
+    import difflib  # only when a name is not found: not on every start
+
     by_lower = {c.lower(): c for c in candidates}
     close = [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
     if not close:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import logging
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any
 
 from ..errors import PromptComposerError
 from ..shared.version import VERSION as __version__
@@ -150,54 +148,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is when a record comes, as ``print(..., file=sys.stderr)`` does."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-
-class _Levelled(logging.Formatter):
-    """``error: …`` and ``warning: …`` as the command's own lines say it, so ``--format github`` makes them error
-    and warning annotations; below warning, ``INFO name: …``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        message = super().format(record)
-        if record.levelno >= logging.ERROR:
-            return f"error: {message}"
-        if record.levelno >= logging.WARNING:
-            return f"warning: {message}"
-        return f"{record.levelname} {record.name}: {message}"
-
-
-@contextlib.contextmanager
-def cli_logging(verbose: int, quiet: int, *, github: bool = False) -> Iterator[None]:
-    """The ``prompt_composer`` logger at the level -v/-q ask for, written to stderr, for one run of the command.
-    Without either, logging is left as it is (warnings reach stderr through Python's last-resort handler), except
-    under ``--format github``, where records are written as the command's own lines (:class:`_Levelled`). Only the
-    command does this: the library only logs. Scoped, so a caller running the CLI in-process keeps its own
-    logging afterwards."""
+def cli_logging(verbose: int, quiet: int, *, github: bool = False) -> contextlib.AbstractContextManager[None]:
+    """The ``prompt_composer`` logger at the level -v/-q ask for, written to stderr, for one run of the command
+    (:func:`.logs.logging_to_stderr`). Without either, logging is left as it is (warnings reach stderr through
+    Python's last-resort handler) and not even imported, except under ``--format github``, where records are
+    written as the command's own lines. Only the command does this: the library only logs."""
     if not verbose and not quiet and not github:
-        yield
-        return
-    levels = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL + 1)
-    logger = logging.getLogger("prompt_composer")
-    before = logger.level
-    handler = _Stderr()
-    handler.setFormatter(_Levelled() if github else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    if verbose or quiet:
-        logger.setLevel(levels[min(max(2 + quiet - verbose, 0), len(levels) - 1)])
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(before)
+        return contextlib.nullcontext()
+    from .logs import logging_to_stderr
+
+    return logging_to_stderr(verbose, quiet, github=github)
 
 
 # The options before the subcommand: those that take a value (as the next word, or after "="), and those that do not.

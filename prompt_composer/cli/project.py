@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import sys
 from importlib import resources
@@ -133,7 +132,7 @@ def _init(target: Path) -> int:
     in_place = target.is_dir()  # an empty folder (`init .`) is filled where it is: its inode is the user's
     made = [] if in_place else _make_parents(whole.parent)
     home = whole if in_place else whole.parent
-    staging = home / f".prompt-composer-init-{secrets.token_hex(4)}"
+    staging = home / f".prompt-composer-init-{os.urandom(4).hex()}"
     moved: list[Path] = []
     try:
         os.mkdir(staging)

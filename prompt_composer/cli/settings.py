@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +88,8 @@ class Settings:
 def read_pyproject(path: Path) -> dict[str, object]:
     """``path`` parsed: at most :data:`MAX_PYPROJECT_BYTES`, a regular file, TOML nested within reason; else an
     InputFileError naming the file and the problem, in one line."""
+    import tomllib  # only where there is a pyproject.toml: not on every start
+
     text = read_text(path, what="pyproject.toml", max_bytes=MAX_PYPROJECT_BYTES)
     try:
         return tomllib.loads(text)

@@ -11,14 +11,14 @@ only its start is matched against the mode's names: a refusal stays short and qu
 
 from __future__ import annotations
 
-import difflib
-
 from .bounds import MAX_ECHOED_NAME, quoted_name
 from .modes import Mode
 
 
 def closest_names(name: str, candidates: tuple[str, ...], *, limit: int = 5) -> list[str]:
     """Allowed names close to ``name``; falls back to the first few candidates so there is always a hint."""
+    import difflib  # only when a name is not found: not on every start
+
     matches = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.5)
     if not matches:
         lowered = name.lower()

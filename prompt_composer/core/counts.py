@@ -12,15 +12,15 @@ log line and rebuilt. At most :data:`MAX_COUNTS` counts are kept: past that, onl
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import threading
 from pathlib import Path
 from typing import Any
 
 from ..shared.cache_files import folder_cache_file, prune, read_cache, write_cache
+from ..shared.logs import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 FORMAT = "prompt-composer token counts"
 SCHEMA = 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from typing import Any
 
 from ..errors import LoadError, Problem, UnknownModeError, UnknownToolError
 from ..shared.journal_state import journal_problems
+from ..shared.logs import get_logger
 from ..shared.model_records import dumps
 from ..shared.yamlcache import YamlCache
 from ..shared.yamlfile import ValidatedModels, YamlReader, line_of, read_yaml, yaml_files
@@ -21,7 +21,7 @@ from .cards import SERVERS_FOLDER, ServerCard, card_of, load_card_file
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _FINGERPRINT = "registry fingerprint"
 _TOKEN = "registry cache token"

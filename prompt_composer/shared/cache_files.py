@@ -18,17 +18,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputFileError
 from .cache_dir import default_cache_dir
 from .files import read_bytes
+
+if TYPE_CHECKING:
+    import logging
 
 MAX_CACHE_BYTES = 256 * 1024 * 1024
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import stat
 from contextlib import suppress
 from dataclasses import asdict, dataclass
@@ -47,13 +46,15 @@ class Record:
         """Whether the staging folder whose ``fstat`` is ``info`` and whose ``NONCE`` file holds ``nonce`` is the
         one recorded: the same device, inode and owner, the owner this process's user, no one else able to write
         into it, and the same nonce."""
+        import hmac  # only when a journal is read: not on every start
+
         return (
             stat.S_ISDIR(info.st_mode)
             and (info.st_dev, info.st_ino, info.st_uid) == (self.device, self.inode, self.uid)
             and info.st_uid == os.geteuid()
             and not info.st_mode & 0o022
             and nonce is not None
-            and secrets.compare_digest(nonce, self.nonce.encode())
+            and hmac.compare_digest(nonce, self.nonce.encode())
         )
 
 
@@ -85,7 +86,7 @@ def _record_name(folder: str, staging: str) -> str:
 
 
 def new_nonce() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()  # secrets.token_hex's own source, without importing secrets on every start
 
 
 def save(record: Record) -> None:
@@ -102,7 +103,7 @@ def save(record: Record) -> None:
         fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             name = _record_name(record.folder, record.staging)
-            partial = f".{name}.{secrets.token_hex(4)}.partial"
+            partial = f".{name}.{os.urandom(4).hex()}.partial"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
             out = os.open(partial, flags, 0o600, dir_fd=fd)
             with os.fdopen(out, "w", encoding="utf-8") as stream:

@@ -12,9 +12,7 @@ be read without following a link, and this tool never makes one. See :mod:`.jour
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
-import shlex
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +21,7 @@ from pathlib import Path
 
 from ..errors import Problem
 from . import journal_records
+from .logs import get_logger
 from .nofollow import UnsafePath, lstat_at, open_dir, read_small, regular_files, target_problem
 
 STAGING_PREFIX = ".import-staging-"  # not ".import-": .import-state.json lives beside it
@@ -33,7 +32,7 @@ NONCE = "NONCE"
 FILES = "files"
 _MAX_NONCE = 256
 
-_log = logging.getLogger(__name__)
+_log = get_logger(__name__)
 
 
 def real_folder(folder: Path) -> str:
@@ -88,6 +87,8 @@ def staged(staging_fd: int) -> list[tuple[str, ...]]:
 
 
 def recover_command(folder: Path, *, discard: bool = False) -> str:
+    import shlex  # only when an interrupted import is found
+
     return f"prompt-composer import --recover{' --discard' if discard else ''} --docs {shlex.quote(str(folder))}"
 
 

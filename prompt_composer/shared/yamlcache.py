@@ -42,7 +42,6 @@ most :data:`MAX_FOLDERS` folders are kept (the least recently written go first).
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 import stat
@@ -56,12 +55,13 @@ from pydantic import BaseModel
 from ..errors import InputFileError, Problem
 from .cache_files import folder_cache_file, prune, read_cache, write_cache
 from .files import read_bytes
+from .logs import get_logger
 from .model_records import Unrecordable, definition, rebuild, record
 from .sources import source_digest
 from .version import VERSION
 from .yamlfile import MAX_YAML_BYTES, LineMap, parse_yaml, read_yaml, yaml_text
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 FORMAT = "prompt-composer parsed YAML"
 SCHEMA = 2  # raised whenever what an entry holds, or how data is read, changes
@@ -182,6 +182,8 @@ class YamlCache:
             return {}
         entries = _entries(document, str(self.root))
         if isinstance(entries, str):
+            import logging
+
             level = logging.INFO if entries.startswith("written by another version") else logging.WARNING
             logger.log(level, "ignoring the %s %s: %s; it will be rebuilt", WHAT, self.path, entries)
             return {}

@@ -57,6 +57,7 @@ PARSER_MODULES = BASE_MODULES | {
     "prompt_composer.shared.journal_records",
     "prompt_composer.shared.journal_state",
     "prompt_composer.shared.jsontext",
+    "prompt_composer.shared.logs",  # loggers that import logging at their first record
     "prompt_composer.shared.nofollow",
 }
 # A command line that names its subcommand builds that module's parsers alone (cli.COMMANDS).
@@ -65,7 +66,7 @@ ALONE_MODULES = {
     "import": BASE_MODULES
     | {
         "prompt_composer.cli.interop",
-        *(f"prompt_composer.shared.{n}" for n in ["journal", "journal_records", "journal_state", "nofollow"]),
+        *(f"prompt_composer.shared.{n}" for n in ["journal", "journal_records", "journal_state", "logs", "nofollow"]),
     },
 }
 CORE_MODULES = (
@@ -82,6 +83,7 @@ COMPOSE_MODULES = ALONE_MODULES["compose"] | {
     "prompt_composer.shared.journal_records",  # a folder with an interrupted import is refused
     "prompt_composer.shared.journal_state",
     "prompt_composer.shared.jsonwrite",  # the printed JSON
+    "prompt_composer.shared.logs",
     "prompt_composer.shared.nofollow",
     "prompt_composer.shared.model_records",  # the validated models the cache keeps
     "prompt_composer.shared.sources",
@@ -147,6 +149,9 @@ def test_compose_imports_the_core_and_with_a_warm_cache_not_the_tokenizer(tmp_pa
     assert package == COMPOSE_MODULES, f"joined: {sorted(package - COMPOSE_MODULES)}; left: {COMPOSE_MODULES - package}"
     assert cold == package | {"prompt_composer.shared.yamlparse"}
     assert not top & {"yaml", *HEAVY}  # no YAML parsed; no lint, importers, reports, agent loop, discovery, MCP
+    # nor what only a record to log, a name not found or an interrupted import needs (tomllib is: the probe runs
+    # in the checkout, whose pyproject.toml is read for settings)
+    assert not top & {"logging", "difflib", "secrets", "shlex", "hmac"}
 
 
 def test_compose_with_a_warm_cache_validates_nothing(tmp_path: Path) -> None:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from benchmarks.corpora import corpus_docs
+from benchmarks.doc_mutations import shipped_files
 from prompt_composer.importers.yaml_out import doc_yaml
 from prompt_composer.shared import yamlparse
 from prompt_composer.shared.yamlfile import MAX_YAML_DEPTH
-from tests.core.test_yaml_parsers import SHIPPED
 
 pytestmark = pytest.mark.skipif(yamlparse.CParser is None, reason="PyYAML without libyaml: no fast path")
 
@@ -43,7 +43,7 @@ def bounded(text: str) -> tuple[Any, Any, list[tuple[int, str]]]:
 
 def real_texts() -> list[tuple[str, str]]:
     """The shipped docs and modes, and every tool of the shared corpora's catalogs written as an imported doc."""
-    texts = [(path.name, path.read_text()) for path in SHIPPED]
+    texts = [(path.name, path.read_text()) for path in shipped_files()]
     texts += [(doc.name, doc_yaml(doc)) for doc in corpus_docs()]
     return texts
 
