@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from cachetools import LRUCache
 
 from .builtins import fetch_tool_definition, tool_search_definition
@@ -24,8 +23,8 @@ from .fetch import fetch_tool_doc
 from .modes import Mode
 from .prompt import ComposedPrompt, DocView, TokenCounts, builtin_view
 from .registry import Registry
+from .sections import Sections
 from .session import PinnedPrompt, TaskSession
-from .templating import environment
 from .tiers import Tiers, catalog_line, grouped, summary
 from .tiers import assign as assign_tiers
 from .tokens import TokenCounter, count_tools, default_counter
@@ -79,7 +78,7 @@ class Composer:
             registry,
             counter=counter,
             templates=templates,
-            env=environment(templates),
+            sections=Sections(templates),
             context=context or {},
             cache_size=cache_size,
             usage=usage or {},
@@ -92,7 +91,7 @@ class Composer:
         *,
         counter: TokenCounter,
         templates: str | Path | None,
-        env: jinja2.Environment,
+        sections: Sections,
         context: Mapping[str, Any],
         cache_size: int,
         usage: Mapping[str, int],
@@ -103,7 +102,7 @@ class Composer:
         self.counter: TokenCounter = counter
         self.definitions = definitions
         self._templates = templates
-        self._env = env
+        self._sections = sections
         self._context: dict[str, Any] = {
             "mcp_servers": [],
             "system_info": {},
@@ -142,7 +141,7 @@ class Composer:
             registry,
             counter=self.counter,
             templates=self._templates,
-            env=self._env,
+            sections=self._sections,
             context=self._context,
             cache_size=int(self._cache.maxsize),
             usage=self._usage,
@@ -545,4 +544,4 @@ class Composer:
         return native, tool_tokens
 
     def _section(self, name: str, values: Mapping[str, Any]) -> str:
-        return self._env.get_template(f"{name}.j2").render(values).strip()
+        return self._sections.render(f"{name}.j2", values).strip()

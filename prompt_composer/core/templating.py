@@ -9,12 +9,13 @@ for a template whose source is byte for byte one the code was generated from (by
 checksum), by this Jinja version, with these environment options. Anything else (a user's template, an edited
 one, another Jinja) is compiled as before. Nothing is written: the code is part of the package, as trusted as the
 rest of it, and ``tests/core/test_templating.py`` holds it equal to what Jinja generates from the templates.
+
+A composer without a templates folder of the user's runs the same code without Jinja (:mod:`.sections`); this
+environment renders a user's templates, and any section that path refuses.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 from pathlib import Path
 from types import CodeType
@@ -22,8 +23,7 @@ from types import CodeType
 import jinja2
 from jinja2.bccache import Bucket
 
-PACKAGE = "prompt_composer.core"
-PRECOMPILED = f"{PACKAGE}.precompiled"
+from .shipped import PACKAGE, shipped_code
 
 
 def environment(templates: str | Path | None = None) -> jinja2.Environment:
@@ -73,18 +73,9 @@ def precompiled_code(name: str, checksum: str, env: jinja2.Environment) -> CodeT
         from . import precompiled
     except ImportError:  # a build without it
         return None
-    entry = precompiled.TEMPLATES.get(name)
-    if entry is None or entry[0] != checksum:
-        return None
     if jinja2.__version__ != precompiled.JINJA2 or options(env) != precompiled.OPTIONS:
         return None
-    try:
-        spec = importlib.util.find_spec(f"{PRECOMPILED}.{entry[1]}")
-        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            return None
-        return spec.loader.get_code(spec.name)  # from its byte-compiled file, as an import would
-    except (ImportError, OSError, SyntaxError, ValueError):
-        return None
+    return shipped_code(name, checksum)
 
 
 class Shipped(jinja2.BytecodeCache):

@@ -71,7 +71,8 @@ ALONE_MODULES = {
 }
 CORE_MODULES = (
     "access bounds builtins cards composer counts definitions docs fetch mentions modes precompiled prompt registry "
-    "schema templating"  # precompiled: the shipped templates' code, read by templating (not imported as modules)
+    "schema sections shipped template_runtime"  # precompiled: the shipped templates' code, run by template_runtime (not
+    # imported as modules), without Jinja: templating (Jinja's environment) is for a user's templates
 )
 # What a warm `compose` imports (of the agent layer, the providers module only for a format not the composer's own;
 # the audit only for a mode over its budget).
@@ -152,6 +153,7 @@ def test_compose_imports_the_core_and_with_a_warm_cache_not_the_tokenizer(tmp_pa
     # nor what only a record to log, a name not found or an interrupted import needs (tomllib is: the probe runs
     # in the checkout, whose pyproject.toml is read for settings)
     assert not top & {"logging", "difflib", "secrets", "shlex", "hmac"}
+    assert not top & {"jinja2", "markupsafe"}  # the shipped sections' code runs without Jinja (core/sections.py)
 
 
 def test_compose_with_a_warm_cache_validates_nothing(tmp_path: Path) -> None:

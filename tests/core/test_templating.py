@@ -59,13 +59,15 @@ def every_prompt(composer: Composer) -> list[str]:
 
 
 def test_a_composer_renders_with_the_shipped_code_what_it_renders_compiling(
-    compiled: list[str], monkeypatch: pytest.MonkeyPatch
+    compiled: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # A templates folder (empty here) puts every section on Jinja's path; without one they are rendered without
+    # Jinja (test_sections.py), from the same code.
     registry = load_registry(cache=False)
-    fast = every_prompt(Composer(registry))
+    fast = every_prompt(Composer(registry, templates=tmp_path))
     assert compiled == []  # every section came from the package
     monkeypatch.setattr(templating, "precompiled_code", lambda *args: None)
-    slow = every_prompt(Composer(registry))
+    slow = every_prompt(Composer(registry, templates=tmp_path))
     assert sorted(set(compiled)) == sorted(precompiled.TEMPLATES)
     assert fast == slow
 
@@ -90,11 +92,11 @@ def test_a_template_that_is_not_a_shipped_one_is_compiled(compiled: list[str], t
     ids=["other-jinja", "other-options", "other-source", "no-module"],
 )
 def test_code_generated_for_anything_else_is_not_used(
-    compiled: list[str], monkeypatch: pytest.MonkeyPatch, change: Any
+    compiled: list[str], monkeypatch: pytest.MonkeyPatch, change: Any, tmp_path: Path
 ) -> None:
     change(monkeypatch)
     registry = load_registry(cache=False)
-    expected = Composer(registry).compose("code").system
+    expected = Composer(registry, templates=tmp_path).compose("code").system  # Jinja's path (see above)
     assert "role.j2" in compiled
     monkeypatch.undo()
-    assert Composer(registry).compose("code").system == expected
+    assert Composer(registry, templates=tmp_path).compose("code").system == expected
