@@ -6,6 +6,7 @@ from the cache parses none)."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +191,10 @@ def _loader(text: str, parser: str) -> _Bounded:
 # so it is only given a text whose depth is bounded before it is parsed: every collection starts at a character
 # of its own among "[", "{", ":", "?" and a "-" before a blank, so a text with few of them cannot nest deeply.
 _FAST_MAX_CHARS = 64 * 1024  # the largest shipped or imported doc is ~15 KB; past this the bounded composer reads it
-_FAST_MAX_OPENERS = 1_000  # real docs: ~330 at most; libyaml composed 10,000 levels on an 8 MB stack, crashed at 50,000
+# Real docs have ~330 at most. 1,000 levels took libyaml's composer under 512 KB of stack (and crashed a thread of
+# 256 KB), so it runs on the main thread only, whose stack is the process's (8 MB, usually); a thread, whose stack
+# may be as small as 128 KB (musl), reads with the bounded composer.
+_FAST_MAX_OPENERS = 1_000
 _OPENERS = r"[\[{:?]|-(?=\s|\Z)"  # compiled at the first text that needs it
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -218,7 +222,7 @@ def _fast(text: str) -> tuple[Any, LineMap] | None:
 
     A collection met twice (an alias of it, which could expand without bound, or hold itself) goes to that path
     too; without one there is at most one value a character of the text, so the value bound cannot be reached."""
-    if len(text) > _FAST_MAX_CHARS:
+    if len(text) > _FAST_MAX_CHARS or threading.current_thread() is not threading.main_thread():
         return None
     rough = sum(text.count(char) for char in "[{:?-")  # a bound on the openers, ten times cheaper to count
     if rough > _FAST_MAX_OPENERS and len(re.findall(_OPENERS, text)) > _FAST_MAX_OPENERS:

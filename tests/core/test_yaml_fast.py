@@ -136,3 +136,33 @@ def test_a_text_nested_past_what_libyaml_can_compose_is_a_located_problem_not_a_
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "nested" in done.stdout or "invalid YAML" in done.stdout
+
+
+def test_a_thread_reads_with_the_bounded_composer() -> None:
+    # 1,000 levels need more stack than a small thread has (256 KB crashed): off the main thread, the fast path
+    # stands aside, and the text reads as the bounded composer reads it. Run apart, with a thread of 256 KB.
+    script = textwrap.dedent(
+        """\
+        import threading
+        from pathlib import Path
+        from prompt_composer.shared import yamlparse
+        text = "a: " + "[" * 999 + "]" * 999 + "\\n"
+        clean = "name: x\\nitems: [1, 2]\\n"
+        assert yamlparse._fast(clean) is not None
+        out = []
+        def run():
+            read = yamlparse.parse(text, Path("deep.yaml"), "libyaml")
+            out.append((yamlparse._fast(text), yamlparse._fast(clean), read))
+        threading.stack_size(256 * 1024)
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        fast_deep, fast_clean, (data, lines, problems) = out[0]
+        assert fast_deep is None and fast_clean is None
+        assert data is None and problems
+        print(problems[0].message)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "nested" in done.stdout
