@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,13 @@ from prompt_composer.shared.cache_dir import CACHE_ENV, default_cache_dir
 from tests.helpers import make_doc, make_mode
 
 FAST_AGENT_VENV = "PROMPT_COMPOSER_FAST_AGENT_VENV"  # where tests/mcp/test_fast_agent.py finds its venv
+
+# The MCP SDK's stdio_client takes `errlog=sys.stderr` as a default bound when mcp.client.stdio is first imported. A
+# test running the CLI in-process (whose sys.stderr is then the command's MessageStream over a captured buffer) can
+# be the first to import it, and every later test that starts a stdio server with the SDK's defaults fails on
+# `stderr.fileno()`. Imported here, the default is the session's own stderr.
+with contextlib.suppress(ImportError):  # the mcp extra is not installed: its tests skip
+    import mcp.client.stdio  # noqa: F401
 
 
 @pytest.fixture(scope="session", autouse=True)
