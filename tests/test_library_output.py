@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "prompt_composer"
 COMMANDS = ("prompt_composer/cli/", "prompt_composer/__main__.py", "prompt_composer/testing/cli.py")
 COMMANDS_EXACT = {"prompt_composer/testing/__main__.py"}
+DEFERRED_LOGGERS = "prompt_composer/shared/logs.py"
 ROOT_LOGGING = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 
 
@@ -47,8 +48,13 @@ def breaches(source: str, where: str) -> list[str]:
             and not command
         ):
             found.append(f"{line}: sys.{node.attr} in library code")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "getLogger":
+        elif isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "getLogger")
+            or (isinstance(node.func, ast.Name) and node.func.id == "get_logger")  # shared/logs.py's deferred one
+        ):
             args = node.args
+            if where == DEFERRED_LOGGERS and ast.unparse(node) == "logging.getLogger(self._name)":
+                continue  # the deferred logger of get_logger(__name__): the name it was given
             if len(args) == 1 and isinstance(args[0], ast.Name) and args[0].id == "__name__":
                 continue
             literal = args[0].value if len(args) == 1 and isinstance(args[0], ast.Constant) else None
@@ -94,6 +100,10 @@ def test_the_scan_catches_what_it_should_and_allows_the_rest() -> None:
         "logging.warning() logs through the root logger",
         "print() in library code",
         "sys.stderr in library code",
+    ]
+    deferred = "from .logs import get_logger\nlog = get_logger(__name__)\nbad = get_logger('prompt_composer.x')\n"
+    assert [b.split(": ", 1)[1] for b in breaches(deferred, "prompt_composer/core/x.py")] == [
+        "get_logger('prompt_composer.x') (log through getLogger(__name__))"
     ]
     command = "import logging, sys\nlogging.getLogger('prompt_composer')\nprint('x', file=sys.stderr)\n"
     assert breaches(command, "prompt_composer/cli/x.py") == []
