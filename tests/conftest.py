@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from prompt_composer.local.weights import model_path
 from prompt_composer.shared import yamlfile, yamlparse
 from prompt_composer.shared.cache_dir import CACHE_ENV, default_cache_dir
 from tests.helpers import make_doc, make_mode
+
+if TYPE_CHECKING:
+    from benchmarks.agent_tasks import TaskSet
 
 FAST_AGENT_VENV = "PROMPT_COMPOSER_FAST_AGENT_VENV"  # where tests/mcp/test_fast_agent.py finds its venv
 
@@ -73,6 +77,17 @@ def shipped() -> Registry:
 @pytest.fixture(scope="session")
 def shipped_composer(shipped: Registry) -> Composer:
     return Composer(shipped)
+
+
+@pytest.fixture(scope="session")
+def large_catalog(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
+    """The large-catalog task set (benchmarks/large_catalog.py: the shipped docs and five real MCP catalogs
+    imported, some 6 s of linting and writing YAML), built once a session into a folder of its own; the tests only
+    read it, and take ``xdist_group(LARGE_CATALOG_GROUP)`` so one worker builds it. A test that asks for it checks
+    first that ../shared/corpora is there (skipping otherwise), as each did before it was shared."""
+    from benchmarks.large_catalog import build_large
+
+    return build_large(tmp_path_factory.mktemp("large"))
 
 
 @pytest.fixture

@@ -377,6 +377,9 @@ def agent(combo: Combo, script: list[Reply], **options: Any) -> Iterator[Agent]:
 # --- imports and the CLI -----------------------------------------------------------------------------------------
 
 CORPORA = SHARED / "corpora"
+# The xdist group of the tests that read tests/conftest.py's ``large_catalog`` (the large catalog, built once a
+# session): under ``--dist loadgroup`` they run on one worker, which builds it once.
+LARGE_CATALOG_GROUP = "large-catalog"
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

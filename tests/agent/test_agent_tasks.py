@@ -39,6 +39,7 @@ from benchmarks.large_catalog import (
 from benchmarks.large_catalog import CORPORA as LARGE_CORPORA
 from prompt_composer import Composer, InputFileError, Registry, load_registry, run_audit
 from prompt_composer.agent.bench import load_tasks
+from tests.helpers import LARGE_CATALOG_GROUP
 
 PER_SET = 6
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
@@ -218,13 +219,17 @@ needs_large = pytest.mark.skipif(
     reason=f"the MCP tool catalogs are not in {LARGE_CORPORA} (set PROMPT_COMPOSER_SHARED or put ../shared beside "
     f"the checkout); missing: {', '.join(map(str, LARGE_MISSING))}",
 )
+# The tests of the built catalog run on one worker, which builds it once (tests/conftest.py).
+large_group = pytest.mark.xdist_group(LARGE_CATALOG_GROUP)
 
 
-@pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> TaskSet:
+@pytest.fixture
+def large(request: pytest.FixtureRequest) -> TaskSet:
+    """The session's one build (tests/conftest.py's ``large_catalog``); the tests only read it."""
     if LARGE_MISSING:
         pytest.skip("the MCP tool catalogs of ../shared/corpora are not available")
-    return build_large(tmp_path_factory.mktemp("large"))
+    task_set: TaskSet = request.getfixturevalue("large_catalog")
+    return task_set
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -232,6 +237,7 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 @needs_large
+@large_group
 def test_large_set_builds_deterministically(large: TaskSet, tmp_path: Path) -> None:
     again = build_large(tmp_path)
     first, second = tree(large.docs.parent), tree(again.docs.parent)
@@ -243,6 +249,7 @@ def test_large_set_builds_deterministically(large: TaskSet, tmp_path: Path) -> N
 
 
 @needs_large
+@large_group
 def test_large_mode_holds_every_catalog_tool(large: TaskSet) -> None:
     registry = load_registry(large.docs)
     mode = registry.mode(large.mode)
@@ -266,6 +273,7 @@ def test_large_mode_holds_every_catalog_tool(large: TaskSet) -> None:
 
 
 @needs_large
+@large_group
 def test_large_tasks_cover_every_server(large: TaskSet) -> None:
     registry, tasks = check_set(large)
     assert len(tasks) >= 30
@@ -280,6 +288,7 @@ def test_large_tasks_cover_every_server(large: TaskSet) -> None:
 
 
 @needs_large
+@large_group
 def test_large_report_counts(large: TaskSet) -> None:
     registry = load_registry(large.docs)
     report = large_report(large)
@@ -292,6 +301,7 @@ def test_large_report_counts(large: TaskSet) -> None:
 
 
 @needs_large
+@large_group
 def test_a_task_expecting_a_tool_outside_the_mode_is_refused(large: TaskSet, tmp_path: Path) -> None:
     registry = load_registry(large.docs)
     check_large_tasks(large.tasks, registry)
@@ -305,6 +315,7 @@ def test_a_task_expecting_a_tool_outside_the_mode_is_refused(large: TaskSet, tmp
 
 
 @needs_large
+@large_group
 def test_no_large_task_copies_a_tool_description(large: TaskSet) -> None:
     descriptions = corpus_descriptions()
     assert len(descriptions) >= 300
@@ -370,6 +381,7 @@ def test_large_task_split_is_pinned() -> None:
 
 
 @needs_large
+@large_group
 def test_heldout_tasks_lean_on_servers_the_tuning_half_uses_little(large: TaskSet) -> None:
     registry = load_registry(large.docs)
     server = {name: doc.origin.server if doc.origin else "shipped" for name, doc in registry.tools.items()}

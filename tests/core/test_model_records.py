@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from benchmarks.large_catalog import build_large
 from benchmarks.search_corpora import missing_files
 from prompt_composer import ModeConfig, Registry, ToolDoc, load_registry
 from prompt_composer.core.cards import ServerCard
 from prompt_composer.shared.model_records import Unrecordable, definition, dumps, rebuild, record
+from tests.helpers import LARGE_CATALOG_GROUP
 
 
 def identical(a: Any, b: Any) -> bool:
@@ -38,10 +38,16 @@ def identical(a: Any, b: Any) -> bool:
 
 
 @pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Registry:
+def large(request: pytest.FixtureRequest) -> Registry:
+    """The large catalog (the session's one build, tests/conftest.py's ``large_catalog``), loaded here without
+    the parsed-docs cache: every model is validated."""
     if missing_files():
         pytest.skip("the shared corpora are not beside the repository")
-    return load_registry(build_large(tmp_path_factory.mktemp("large")).docs, cache=False)
+    return load_registry(request.getfixturevalue("large_catalog").docs, cache=False)
+
+
+# The shipped docs, and the large catalog on the worker that builds it once (tests/conftest.py).
+WHICH = ["shipped", pytest.param("large", marks=pytest.mark.xdist_group(LARGE_CATALOG_GROUP))]
 
 
 def models(registry: Registry) -> Iterator[BaseModel]:
@@ -51,7 +57,7 @@ def models(registry: Registry) -> Iterator[BaseModel]:
     yield from registry.servers.values()
 
 
-@pytest.mark.parametrize("which", ["shipped", "large"])
+@pytest.mark.parametrize("which", WHICH)
 def test_a_record_read_back_from_json_rebuilds_the_validated_model(which: str, request: pytest.FixtureRequest) -> None:
     registry = load_registry(cache=False) if which == "shipped" else request.getfixturevalue("large")
     count = 0
@@ -255,7 +261,7 @@ def old_fingerprint_text(registry: Registry) -> str:
     return json.dumps(payload, sort_keys=True, ensure_ascii=False)
 
 
-@pytest.mark.parametrize("which", ["shipped", "large"])
+@pytest.mark.parametrize("which", WHICH)
 def test_dumps_writes_models_as_pydantic_does(which: str, request: pytest.FixtureRequest) -> None:
     """What the registry's fingerprint hashes is unchanged: the same text as from model_dump(mode="json")."""
     registry = load_registry(cache=False) if which == "shipped" else request.getfixturevalue("large")

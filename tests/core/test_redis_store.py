@@ -505,6 +505,11 @@ def replica(url: str, worker: int, barrier: Any, results: Any) -> None:
         raise
 
 
+# The two tests that read ``four_replicas`` run on one worker, which spawns the four processes once (not each
+# worker that happens to get one of them).
+FOUR_REPLICAS_GROUP = pytest.mark.xdist_group("redis-four-replicas")
+
+
 @pytest.fixture(scope="module")
 def four_replicas(redis_server: RedisServer) -> dict[str, Any]:
     """Four spawned processes writing into two tasks at once, through Redis; what each saw, then what is stored."""
@@ -537,6 +542,7 @@ def four_replicas(redis_server: RedisServer) -> dict[str, Any]:
         }
 
 
+@FOUR_REPLICAS_GROUP
 def test_four_processes_recording_into_one_task_lose_no_use(four_replicas: dict[str, Any]) -> None:
     history = four_replicas["history"]
     assert sorted(history) == sorted(tool for w in range(WORKERS) for tool in uses_of(w))
@@ -545,6 +551,7 @@ def test_four_processes_recording_into_one_task_lose_no_use(four_replicas: dict[
     assert sum(report[1] for report in four_replicas["reports"]) > 0  # the writers did collide, and lost nothing
 
 
+@FOUR_REPLICAS_GROUP
 def test_four_processes_discovering_in_one_task_lose_nothing(four_replicas: dict[str, Any]) -> None:
     discovered = four_replicas["discovered"]
     assert [report[3] for report in four_replicas["reports"]] == [finds_of(w) for w in range(WORKERS)]

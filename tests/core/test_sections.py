@@ -12,11 +12,11 @@ from typing import Any
 import jinja2
 import pytest
 
-from benchmarks.large_catalog import build_large
 from prompt_composer import Composer, Registry, load_registry
 from prompt_composer.core import precompiled, sections, template_runtime
 from prompt_composer.core.prompt import SystemInfo
 from prompt_composer.core.sections import Sections
+from tests.helpers import LARGE_CATALOG_GROUP
 
 PRECOMPILED = Path(precompiled.__file__).parent
 
@@ -49,8 +49,9 @@ CONTEXTS: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Registry:
-    return load_registry(build_large(tmp_path_factory.mktemp("large")).docs, cache=False)
+def large(request: pytest.FixtureRequest) -> Registry:
+    """The large catalog (the session's one build, tests/conftest.py's ``large_catalog``), loaded without the cache."""
+    return load_registry(request.getfixturevalue("large_catalog").docs, cache=False)
 
 
 def prompts(composer: Composer) -> list[str]:
@@ -66,6 +67,7 @@ def prompts(composer: Composer) -> list[str]:
 
 @pytest.mark.parametrize("context", sorted(CONTEXTS))
 @pytest.mark.parametrize("catalog", ["shipped", "large"])
+@pytest.mark.xdist_group(LARGE_CATALOG_GROUP)  # every case reads ``large``: one worker builds it
 def test_every_mode_renders_without_jinja_what_jinja_renders(
     catalog: str, context: str, large: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

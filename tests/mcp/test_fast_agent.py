@@ -95,6 +95,9 @@ def events(log: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+# On the worker of tests/agent/test_realmodel.py's group: each starts a llama.cpp server that uses every core, and
+# two of them generating at once on different workers (as they did) slowed both several times over.
+@pytest.mark.xdist_group("local-model")
 def test_fast_agent_completes_a_task_through_serve_with_a_routed_upstream_call(
     fast_agent_python: Path, base_url: str, tmp_path: Path
 ) -> None:

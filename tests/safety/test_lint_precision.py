@@ -8,9 +8,7 @@ then tuned on) and round3-heldout (10 poisoned, 4 clean; never tuned on). The cl
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -20,15 +18,8 @@ from prompt_composer.safety.lint import quarantine_rules, scan, scan_text
 from prompt_composer.safety.rules import QUARANTINE_SEVERITY, load_rule_set
 from tests.helpers import CORPORA, make_doc
 
-
-def _bench() -> ModuleType:
-    return importlib.import_module("benchmarks.bench_security")
-
-
-@pytest.fixture(scope="module")
-def measured() -> Any:
-    b = _bench()
-    return b, b.measure(b.corpus_cases(), b.clean_catalogs(CORPORA, community=True))
+# ``measured`` (the bench_security module and its measurement of the corpus and every real catalog tool) is
+# tests/safety/conftest.py's session fixture: one measurement serves this module and the other two that read it.
 
 
 # --- the must-show bounds ---------------------------------------------------------------------------------------

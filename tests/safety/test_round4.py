@@ -27,10 +27,8 @@ def _bench() -> ModuleType:
     return importlib.import_module("benchmarks.bench_security")
 
 
-@pytest.fixture(scope="module")
-def measured() -> Any:
-    b = _bench()
-    return b, b.measure(b.corpus_cases(), b.clean_catalogs(CORPORA, community=True))
+# ``measured`` (the bench_security module and its measurement of the corpus and every real catalog tool) is
+# tests/safety/conftest.py's session fixture: one measurement serves this module and the other two that read it.
 
 
 def test_every_tuned_poisoned_doc_is_quarantined_and_no_tricky_clean_one(measured: Any) -> None:

@@ -15,10 +15,8 @@ Severities are outcomes since issue 23: high quarantines, medium asks for review
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anthropic
@@ -453,14 +451,8 @@ def test_quarantined_yaml_round_trips(tmp_path: Path) -> None:
 # --- the corpus: recall and false positives ------------------------------------------------------------------
 
 
-def bench() -> ModuleType:
-    return importlib.import_module("benchmarks.bench_security")
-
-
-@pytest.fixture(scope="module")
-def measured() -> Any:
-    b = bench()
-    return b, b.measure(b.corpus_cases(), b.clean_catalogs(CORPORA, community=True))
+# ``measured`` (the bench_security module and its measurement of the corpus and every real catalog tool) is
+# tests/safety/conftest.py's session fixture: one measurement serves this module and the other two that read it.
 
 
 def test_the_corpus_is_big_enough_and_each_known_case_hits_what_it_expects(measured: Any) -> None:
