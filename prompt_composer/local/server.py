@@ -148,11 +148,20 @@ class LocalModelServer:
     """
 
     def __init__(
-        self, *, gguf: Path | None = None, ctx: int = 16384, template: str | None = None, timeout: float = 120.0
+        self,
+        *,
+        gguf: Path | None = None,
+        ctx: int = 16384,
+        template: str | None = None,
+        timeout: float = 120.0,
+        threads: int | None = None,
     ) -> None:
+        """``threads``: ``model serve --threads`` (default: llama.cpp's, every core)."""
         self.command = [sys.executable, "-m", "prompt_composer", "model", "serve", "--port", "0", "--ctx", str(ctx)]
         if gguf is not None:
             self.command += ["--gguf", str(gguf)]
+        if threads is not None:
+            self.command += ["--threads", str(threads)]
         if template is not None:
             self.command += ["--chat-template", template]
         self.timeout = timeout
