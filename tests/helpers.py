@@ -420,6 +420,16 @@ def within(call: Callable[[], T], seconds: float) -> T:
     return outcome["value"]  # type: ignore[no-any-return]
 
 
+def model_server_threads() -> int | None:
+    """The llama.cpp threads of a test's model server: every core when the tests run in one process, one under
+    pytest-xdist with more than one worker. There the other worker keeps a core busy, and llama.cpp's threads wait
+    on each other at every step: on 2 cores, two threads beside a busy worker took about twice the CPU for the same
+    tokens (the real-model tests ran 3.5x slower than alone, and their worker was the suite's longest). The tests
+    assert protocol, not wording, so they hold with either."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1")
+    return 1 if workers > 1 else None
+
+
 def require_local_model() -> None:
     """Skip the test when the local model cannot run here (no xllamacpp, no verified weights); under CI, where
     README's test command sets both up, fail instead: a skip would hide the failure."""

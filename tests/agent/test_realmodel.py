@@ -32,7 +32,7 @@ from prompt_composer.agent.results import LoopResult, MaxIterationsError, Pendin
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.local.server import LocalModelServer
 from prompt_composer.safety.executors import workspace_executors
-from tests.helpers import REPO, require_local_model
+from tests.helpers import REPO, model_server_threads, require_local_model
 
 # End to end on the local model: minutes, and one llama.cpp server per process (the session fixture), so under
 # pytest-xdist every test of this module goes to one worker (`--dist loadgroup`), which starts the server once.
@@ -55,7 +55,7 @@ MAX_ITERATIONS = 6
 @pytest.fixture(scope="session")
 def base_url() -> Iterator[str]:
     require_local_model()
-    with LocalModelServer(ctx=8192, timeout=300) as server:
+    with LocalModelServer(ctx=8192, timeout=300, threads=model_server_threads()) as server:
         yield server.base_url
 
 

@@ -32,7 +32,7 @@ from prompt_composer import load_registry
 from prompt_composer.importers.from_mcp import import_mcp
 from prompt_composer.local.server import LocalModelServer
 from prompt_composer.local.weights import cache_dir
-from tests.helpers import REPO, require_local_model
+from tests.helpers import REPO, model_server_threads, require_local_model
 from tests.mcp.support import TIME
 
 HERE = Path(__file__).resolve().parent
@@ -86,7 +86,7 @@ def fast_agent_python() -> Path:
 def base_url(fast_agent_python: Path) -> Iterator[str]:
     """The local model, as tests/agent/test_realmodel.py starts it (after the venv check: it costs a minute)."""
     require_local_model()
-    with LocalModelServer(ctx=8192, timeout=300) as server:
+    with LocalModelServer(ctx=8192, timeout=300, threads=model_server_threads()) as server:
         yield server.base_url
 
 
