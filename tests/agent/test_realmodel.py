@@ -28,6 +28,7 @@ import pytest
 
 from prompt_composer import Composer, Registry, load_registry
 from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.engine import ANSWER
 from prompt_composer.agent.results import LoopResult, MaxIterationsError, PendingCall
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
 from prompt_composer.local.server import LocalModelServer
@@ -208,9 +209,13 @@ def test_a_repeated_fetch_makes_the_next_request_a_call_of_that_tool(
     assert forced, "the model fetched glob (a repeat: answered in one line)"
     repeat = next(c for c in result.tool_calls if c.name == FETCH_TOOL_NAME and c.input.get("name") == "glob")
     assert repeat.output.startswith("glob is already documented in full above")
+    assert forced[0].forced == "glob"
     for iteration in forced:
-        assert iteration.forced == "glob"
-        assert [(c.name, c.executed, c.is_error) for c in iteration.tool_calls] == [("glob", True, False)]
+        # After the forced glob, the loop's other rule may follow: the same calls twice with the same results make
+        # it ask for an answer (tool choice none, "(answer)"), whatever the model; no call is made then.
+        assert iteration.forced in ("glob", ANSWER)
+        expected = [("glob", True, False)] if iteration.forced == "glob" else []
+        assert [(c.name, c.executed, c.is_error) for c in iteration.tool_calls] == expected
     assert_every_call_answered(result)
 
 
