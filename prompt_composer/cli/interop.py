@@ -139,6 +139,13 @@ def register(sub: Any) -> None:
     q.set_defaults(handler=_interruptible(cmd_import_roomodes))
 
 
+def _cancel_all(loop: Any) -> None:
+    import asyncio
+
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+
+
 @contextmanager
 def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` (SIGTERM would otherwise end the process with no clean-up)."""
@@ -152,10 +159,12 @@ def _signals_raise() -> Iterator[None]:
             interrupt(signum)
             return
         # Inside the MCP SDK's event loop (import mcp listing a server) an exception raised here lands in a
-        # callback and is swallowed; cancelling the loop's tasks is what stops the listing at once.
+        # callback and is swallowed; cancelling the loop's tasks is what stops the listing at once. Through
+        # call_soon_threadsafe, which wakes the loop: a handler runs while the loop waits in select(), which Python
+        # resumes after it, so a cancel scheduled with call_soon would wait for the server's next byte, or for the
+        # --timeout (an import waiting on a slow server did, 300 s).
         interrupt(signum, raise_now=False)
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
+        loop.call_soon_threadsafe(_cancel_all, loop)
 
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield

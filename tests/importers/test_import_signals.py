@@ -299,7 +299,12 @@ def test_a_signal_while_an_mcp_server_is_listed_stops_the_import_not_its_timeout
         time.sleep(0.05)  # until the server is started: the import is then listing it, inside the SDK's loop
     process.send_signal(signum)
     # Before, the signal was swallowed by the SDK's event loop and the import ran to its --timeout.
-    err = process.communicate(timeout=240)[1].decode()
+    try:
+        err = process.communicate(timeout=240)[1].decode()
+    except subprocess.TimeoutExpired:
+        process.kill()  # not left running into the next test
+        process.communicate()
+        raise
     assert process.returncode == 128 + signum, err
     assert err == f"interrupted by {signum.name}: nothing written; {out} is as it was\n"
     assert tree_hash(out) == before
