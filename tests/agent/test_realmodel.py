@@ -212,10 +212,11 @@ def test_a_repeated_fetch_makes_the_next_request_a_call_of_that_tool(
     assert forced[0].forced == "glob"
     for iteration in forced:
         # After the forced glob, the loop's other rule may follow: the same calls twice with the same results make
-        # it ask for an answer (tool choice none, "(answer)"), whatever the model; no call is made then.
+        # it ask for an answer ("(answer)", tool choice none), and what the model does then is its own (a local
+        # server may still call a tool; every call is answered, below).
         assert iteration.forced in ("glob", ANSWER)
-        expected = [("glob", True, False)] if iteration.forced == "glob" else []
-        assert [(c.name, c.executed, c.is_error) for c in iteration.tool_calls] == expected
+        if iteration.forced == "glob":
+            assert [(c.name, c.executed, c.is_error) for c in iteration.tool_calls] == [("glob", True, False)]
     assert_every_call_answered(result)
 
 
