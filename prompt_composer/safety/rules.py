@@ -21,8 +21,10 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import sys
+import threading
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -65,6 +67,45 @@ class Rule:
     described: Severity | None = None  # the severity in a sentence that gives the model no order (see ORDERS)
 
 
+class LazyPattern:
+    """A combination's regular expression, compiled at its first use (``search``, ``finditer``): the lint reads a
+    combination only on a text that holds all its concepts, and compiling every combination (each an alternation of
+    every order of its concepts' words in every language, up to 86 KB of pattern) took ~4 s, in every process that
+    lints. ``pattern`` is its source, as a compiled pattern's is."""
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    _lock = threading.Lock()
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled once, whichever thread asks first)."""
+        if self._compiled is None:
+            with self._lock:
+                if self._compiled is None:
+                    self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+    def __eq__(self, other: object) -> bool:  # as compiled patterns compare: by source and flags
+        return isinstance(other, LazyPattern) and (self.pattern, self.flags) == (other.pattern, other.flags)
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.flags))
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.pattern[:40]!r}…, compiled={self._compiled is not None})"
+
+    def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.compiled().search(string, pos, endpos)
+
+    def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        return self.compiled().finditer(string, pos, endpos)
+
+
 @dataclass(frozen=True)
 class Phrase:
     """A phrase rule: text matching ``pattern`` (in the normalised text) is a finding of ``rule``.
@@ -75,7 +116,7 @@ class Phrase:
     phrase "skip every confirmation" may be a parameter's description: reviewed unless the sentence orders it)."""
 
     rule: str
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | LazyPattern
     scope: Scope = "any"
     always: bool = False
     described: Severity | None = None
@@ -305,8 +346,11 @@ def _combination(
     entry: _CombinationEntry,
     rules: Mapping[str, Rule],
     concepts: Mapping[str, str],
+    check: bool = True,
 ) -> Phrase | Problem:
-    """The combination ``combinations[index]`` as a phrase: its concepts in one sentence, in any order."""
+    """The combination ``combinations[index]`` as a phrase: its concepts in one sentence, in any order. With
+    ``check`` its pattern is compiled now (a problem at its line if it does not compile); without, at its first
+    use (:class:`LazyPattern`: the shipped file, whose every combination a test compiles)."""
     where = ("combinations", index)
     if entry.rule not in rules:
         message = f"combinations.{index}.rule: unknown rule {entry.rule!r}"
@@ -317,7 +361,7 @@ def _combination(
         return Problem(path, line_of(lines, (*where, "all")), message)
     gap = (_NEAR_GAP if entry.reach == "near" else _GAP).format(within=entry.within)
 
-    def compiled(names: tuple[str, ...]) -> re.Pattern[str] | Problem:
+    def compiled(names: tuple[str, ...]) -> re.Pattern[str] | LazyPattern | Problem:
         orders = list(itertools.permutations(names)) if len(names) > 1 else [names]
 
         def part(name: str, order: int) -> str:
@@ -327,6 +371,8 @@ def _combination(
             return f"(?:{concepts[name].replace('(?P<tool>', group)})"
 
         source = "|".join(gap.join(part(name, i) for name in order) for i, order in enumerate(orders))
+        if not check:
+            return LazyPattern(source, re.IGNORECASE)
         try:
             return re.compile(source, re.IGNORECASE)
         except re.error as exc:
@@ -347,7 +393,7 @@ def _combination(
 
 
 def load_languages(
-    path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str]
+    path: Path, rules: Mapping[str, Rule], fragments: Mapping[str, str], *, check: bool = True
 ) -> tuple[tuple[str, ...], Gate, dict[str, re.Pattern[str]], list[Phrase], list[re.Pattern[str]]]:
     """The lexicons of ``path``: the languages they read, the gate, each concept compiled (a concept is one regular
     expression, its alternatives the words of every language; it may name a fragment of ``rules.yaml`` or a concept
@@ -381,7 +427,7 @@ def load_languages(
             sources[name] = compiled.pattern
     phrases: list[Phrase] = []
     for index, entry in enumerate(spec.combinations):
-        phrase = _combination(path, lines, index, entry, rules, sources)
+        phrase = _combination(path, lines, index, entry, rules, sources, check)
         if isinstance(phrase, Problem):
             problems.append(phrase)
         else:
@@ -399,10 +445,14 @@ def load_languages(
     return tuple(spec.languages), gate, concepts, phrases, orders
 
 
-def load_rule_set(path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FILE) -> RuleSet:
+def load_rule_set(
+    path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FILE, *, check_combinations: bool = True
+) -> RuleSet:
     """The rules of ``path`` by id, its phrase rules and order patterns compiled, each in file order, and the
     lexicons of ``languages`` (none when it is ``None``). Raises :class:`~prompt_composer.errors.LoadError` listing
-    every problem of the file at its line."""
+    every problem of the file at its line. ``check_combinations=False`` compiles the lexicons' combinations at
+    their first use instead (see :class:`LazyPattern`), leaving a pattern that does not compile to fail there:
+    for the shipped files, which the tests compile whole."""
     spec, lines, problems = load_model(path, _RulesFile)
     if spec is None:
         raise LoadError(problems)
@@ -434,7 +484,9 @@ def load_rule_set(path: Path = RULES_FILE, languages: Path | None = LANGUAGES_FI
         raise LoadError(problems)
     if languages is None:
         return RuleSet(rules, tuple(phrases), tuple(orders), tuple(contexts))
-    codes, gate, concepts, combined, native_orders = load_languages(languages, rules, fragments)
+    codes, gate, concepts, combined, native_orders = load_languages(
+        languages, rules, fragments, check=check_combinations
+    )
     return RuleSet(
         rules, (*phrases, *combined), tuple(orders), tuple(contexts), concepts, tuple(native_orders), gate, codes
     )
@@ -453,8 +505,8 @@ def lexicon_languages() -> tuple[str, ...]:
 
 @functools.cache
 def shipped_rule_set() -> RuleSet:
-    """The shipped ``rules.yaml`` and ``languages.yaml``, loaded once."""
-    return load_rule_set()
+    """The shipped ``rules.yaml`` and ``languages.yaml``, loaded once; each combination compiled at its first use."""
+    return load_rule_set(check_combinations=False)
 
 
 # The shipped rule set's parts, by name: loaded at the first access (a module-level __getattr__, PEP 562).
