@@ -8,6 +8,7 @@ rendered by Jinja itself, with the environment :func:`.templating.environment` m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Mapping
@@ -19,28 +20,22 @@ from .shipped import SHIPPED, shipped_code
 
 __all__ = ["Sections"]
 
-_roots: dict[str, template_runtime.Root | None] = {}  # template name → its code's render function (None: Jinja's)
-_roots_lock = threading.Lock()
 
-
+@functools.cache  # the shipped code is the package's: one render function a template and process
 def _shipped_root(name: str) -> template_runtime.Root | None:
-    """The render function of the shipped template ``name``, when its code is the package's for its text."""
-    with _roots_lock:
-        if name in _roots:
-            return _roots[name]
-        root = None
-        try:
-            source = (SHIPPED / name).read_bytes()
-        except OSError:
-            source = None
-        code = shipped_code(name, hashlib.sha1(source).hexdigest()) if source is not None else None  # Jinja's checksum
-        if code is not None:
-            try:
-                root = template_runtime.load(code)
-            except Exception:  # the code needs what the runtime does not have: Jinja renders it
-                root = None
-        _roots[name] = root
-        return root
+    """The render function of the shipped template ``name``, when its code is the package's for its text; else
+    None (Jinja renders it)."""
+    try:
+        source = (SHIPPED / name).read_bytes()
+    except OSError:
+        return None
+    code = shipped_code(name, hashlib.sha1(source).hexdigest())  # Jinja's checksum
+    if code is None:
+        return None
+    try:
+        return template_runtime.load(code)
+    except Exception:  # the code needs what the runtime does not have
+        return None
 
 
 class Sections:

@@ -59,7 +59,6 @@ def _unsupported(*args: Any, **kwargs: Any) -> Any:
 
 
 # What the generated code imports from jinja2.runtime; the names it never uses raise if it ever does.
-LoopContext: Any = None  # set below
 Macro = Markup = Namespace = TemplateReference = escape = markup_join = _unsupported
 
 

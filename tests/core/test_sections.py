@@ -121,13 +121,16 @@ def test_an_undefined_value_is_refused_whatever_is_done_with_it(value: Any) -> N
 
 def test_code_for_another_text_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """A shipped template edited after its code was generated (or code naming no module) is Jinja's to render."""
-    monkeypatch.setattr(sections, "_roots", {})
+    sections._shipped_root.cache_clear()
     monkeypatch.setitem(precompiled.TEMPLATES, "role.j2", ("0" * 40, "role_j2"))
     assert sections._shipped_root("role.j2") is None
     assert sections._shipped_root("rules.j2") is not None
     monkeypatch.setitem(precompiled.TEMPLATES, "rules.j2", (precompiled.TEMPLATES["rules.j2"][0], "missing"))
-    monkeypatch.setattr(sections, "_roots", {})
-    assert sections._shipped_root("rules.j2") is None
+    sections._shipped_root.cache_clear()
+    try:
+        assert sections._shipped_root("rules.j2") is None
+    finally:
+        sections._shipped_root.cache_clear()  # the next test reads the package's code again
 
 
 def test_a_users_folder_is_rendered_by_jinja_alone(tmp_path: Path) -> None:
