@@ -139,6 +139,9 @@ def register(sub: Any) -> None:
     q.set_defaults(handler=_interruptible(cmd_import_roomodes))
 
 
+_CANCEL_GRACE = 5.0  # seconds the listing has, once its tasks are cancelled, to end before its loop is stopped
+
+
 def _cancel_all(loop: Any) -> None:
     import asyncio
 
@@ -165,6 +168,9 @@ def _signals_raise() -> Iterator[None]:
         # --timeout (an import waiting on a slow server did, 300 s).
         interrupt(signum, raise_now=False)
         loop.call_soon_threadsafe(_cancel_all, loop)
+        # A cancellation the SDK absorbs (a shielded clean-up waiting on the server) must not keep the import
+        # running: past a grace period the loop is stopped, and the import ends as interrupted (see run below).
+        loop.call_soon_threadsafe(loop.call_later, _CANCEL_GRACE, loop.stop)
 
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
@@ -206,7 +212,9 @@ def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[ar
                 if not args.dry_run:
                     say_recovered(recover(args.out))
                 return command(args)
-        except (Interrupted, asyncio.CancelledError) as exc:
+        except (Interrupted, asyncio.CancelledError, RuntimeError) as exc:
+            # RuntimeError: the event loop stopped by the signal handler's grace period ("Event loop stopped
+            # before Future completed"); without a signal delivered, any RuntimeError is raised as it was.
             signum = exc.signum if isinstance(exc, Interrupted) else interrupted_by()
             if signum is None:
                 raise
