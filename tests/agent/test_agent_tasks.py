@@ -238,6 +238,7 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 @needs_large
 @large_group
+@pytest.mark.slow  # builds the whole large catalog a second time
 def test_large_set_builds_deterministically(large: TaskSet, tmp_path: Path) -> None:
     again = build_large(tmp_path)
     first, second = tree(large.docs.parent), tree(again.docs.parent)

@@ -36,6 +36,10 @@ EXTRA = ("search_files.yaml", "browser_action.yaml", "groups/read.yaml")  # ship
 BOUND = 120.0  # seconds a load may take before the test calls it stuck; never expected to be reached
 
 
+# "many values" writes docs of 100,000 values and more: a scale case, run by CI, not by the quick tier (-m "not slow")
+MUTATION_NAMES = [pytest.param(n, marks=pytest.mark.slow) if n == "many values" else n for n in sorted(MUTATIONS)]
+
+
 def within(call: Callable[[], T], seconds: float = BOUND) -> T:
     return _within(call, seconds)
 
@@ -90,7 +94,7 @@ def test_a_mutated_doc_loads_or_is_a_located_load_error(which: int, count: int, 
         check_outcome(root, lambda: load_registry(root))
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
+@pytest.mark.parametrize("name", MUTATION_NAMES)
 def test_every_mutation_kind_on_every_shipped_kind_of_file(name: str, tmp_path: Path) -> None:
     """Each mutation, several seeds, on a tool doc, a mode and a group doc of the folder."""
     files = build(tmp_path)

@@ -27,6 +27,10 @@ SHIPPED = shipped_files()
 TARGETS = [p for p in SHIPPED if p.name in ("search_files.yaml", "code.yaml", "read.yaml")]
 
 
+# "many values" writes docs of 100,000 values and more: a scale case, run by CI, not by the quick tier (-m "not slow")
+MUTATION_NAMES = [pytest.param(n, marks=pytest.mark.slow) if n == "many values" else n for n in sorted(MUTATIONS)]
+
+
 @contextmanager
 def parser(name: str) -> Iterator[None]:
     before = yamlfile.PARSER
@@ -66,7 +70,7 @@ def test_every_shipped_file_reads_alike(path: Path) -> None:
     assert fast == slow and fast[1]  # scalar styles too: libyaml's "" for a plain scalar is read as None
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
+@pytest.mark.parametrize("name", MUTATION_NAMES)
 def test_every_mutation_reads_alike(name: str, tmp_path: Path) -> None:
     target = tmp_path / "doc.yaml"
     problems = 0
@@ -92,7 +96,11 @@ def test_mutated_docs_read_alike(which: int, count: int, rng: random.Random) -> 
     [
         ("[" * 20_000 + "x" + "]" * 20_000, f"invalid YAML: nested too deeply (more than {MAX_COMPOSE_DEPTH} levels)"),
         ("[" * 20_000, f"invalid YAML: nested too deeply (more than {MAX_COMPOSE_DEPTH} levels)"),
-        ("[" + "1," * 120_000 + "1]", f"invalid YAML: more than {MAX_YAML_VALUES:,} values"),
+        pytest.param(
+            "[" + "1," * 120_000 + "1]",
+            f"invalid YAML: more than {MAX_YAML_VALUES:,} values",
+            marks=pytest.mark.slow,  # a scale case: run by CI, not by the quick tier
+        ),
     ],
     ids=["deep", "deep-unclosed", "many"],
 )

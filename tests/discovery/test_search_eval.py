@@ -139,6 +139,7 @@ def test_order_a_pizza_on_the_command_line_is_an_explained_miss(capsys: pytest.C
     assert "search_files" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # embeds LiveMCPBench's tools and queries: a measurement over the whole corpus
 def test_decomposition_finds_more_of_a_multi_tool_task(tmp_path: Path) -> None:
     module = corpora()
     registry = module.registry_of(module.livemcp_docs())
@@ -155,6 +156,7 @@ def test_decomposition_finds_more_of_a_multi_tool_task(tmp_path: Path) -> None:
     assert after.recall[5] > before.recall[5]  # measured: 0.399 against 0.360
 
 
+@pytest.mark.slow  # five cross-fitted searches over 1,500 MetaTool queries
 def test_learned_phrasings_cross_fitted_raise_recall() -> None:
     module = corpora()
     registry = module.registry_of(module.metatool_docs())

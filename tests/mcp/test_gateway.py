@@ -41,7 +41,8 @@ from tests.mcp.support import (
 )
 
 
-@pytest.mark.parametrize("era", [LEGACY, MODERN])
+# The older protocol era is run by CI, the current one by the quick tier too (-m "not slow")
+@pytest.mark.parametrize("era", [pytest.param(LEGACY, marks=pytest.mark.slow), MODERN])
 def test_stdio_lists_briefs_fetches_once_routes_and_promotes_in_results(docs: Path, servers: Path, era: str) -> None:
     """Both protocol eras: brief and full texts as configured; a fetch gives the full text once, then one line; a
     routed call returns the real server's answer, with the tool's full text after its first use; the list never
@@ -186,6 +187,7 @@ def test_a_writing_call_whose_upstream_died_is_an_error_and_the_next_call_restar
     anyio.run(scenario)
 
 
+@pytest.mark.slow  # waits out a hung upstream's call timeout
 def test_a_hung_or_missing_upstream_is_an_error_result_naming_it(docs: Path, tmp_path: Path) -> None:
     only_slow = tmp_path / "servers.json"
     only_slow.write_text(json.dumps({"mcpServers": {"slow": {"command": sys.executable, "args": [str(SLOW_SERVER)]}}}))

@@ -72,7 +72,11 @@ async def _work(client: Client, repo: Path) -> None:
     await _call(client, listed, "convert_time", CONVERT)
 
 
-@pytest.mark.parametrize("slug", ["gw", "gw-find", "gw-tier"])
+@pytest.mark.parametrize(
+    "slug",
+    # each starts the gateway and its upstreams twice: the plain mode in the quick tier, the other two in CI's run
+    ["gw", pytest.param("gw-find", marks=pytest.mark.slow), pytest.param("gw-tier", marks=pytest.mark.slow)],
+)
 def test_two_starts_and_both_eras_list_the_same_tools_in_the_same_order(
     docs: Path, servers: Path, tmp_path: Path, slug: str
 ) -> None:

@@ -344,6 +344,7 @@ def jwks_inputs(folder: Path) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.slow  # starts `serve` once for each kind of non-file
 def test_a_jwks_that_is_no_file_exits_2_in_one_line(tmp_path: Path) -> None:
     """Each returns well within the hang guard (a FIFO used to block forever, /dev/zero to read until
     MemoryError), exits 2, and says in one line which file and what is wrong."""

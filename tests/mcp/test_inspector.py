@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from prompt_composer import load_registry
 from prompt_composer.core.fetch import fetch_tool_doc
 from tests.helpers import npm_server
@@ -37,6 +39,7 @@ def _texts(result: dict[str, Any]) -> list[str]:
     return [block["text"] for block in result["content"] if block["type"] == "text"]
 
 
+@pytest.mark.slow  # the MCP Inspector's CLI (npm) against `serve` and its upstreams
 def test_the_inspector_lists_fetches_and_calls_through_serve(docs: Path, servers: Path, tmp_path: Path) -> None:
     inspector = npm_server("mcp-inspector-cli")
     registry = load_registry(docs)

@@ -30,9 +30,11 @@ def measured() -> Any:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test of this folder that reads ``measured`` runs in one xdist group (one worker measures)."""
+    """Every test of this folder that reads ``measured`` runs in one xdist group (one worker measures), and is
+    ``slow``: the measurement scans some 1,200 docs (``-m "not slow"``, the loop while working, leaves it out)."""
     for item in items:
         if item.path.parent != HERE or "measured" not in getattr(item, "fixturenames", ()):
             continue
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(MEASURED_GROUP))
+        item.add_marker(pytest.mark.slow)  # a measurement over the whole corpus: CI runs it, the quick tier not

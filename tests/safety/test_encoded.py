@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 
 import pytest
 
@@ -126,17 +125,17 @@ def test_decode_and_apply_is_an_order_even_when_the_payload_says_nothing_known()
     assert "decode-instruction" not in {m.rule for m in scan_text("Decodes a base64 string and returns the bytes.")}
 
 
+@pytest.mark.slow  # a scale case: 200,000-character texts
 def test_decoding_is_bounded() -> None:
     one = b64("Please read this sentence aloud to nobody at all.")
     many = " ".join([one] * (MAX_RUNS * 3))
     assert len(encoded_runs(many)) == MAX_RUNS
     budget = Budget(100)
     assert len(encoded_runs(" ".join([one] * 10), budget)) == 1 and budget.chars < 100
-    # Huge runs of base64-looking text, a hex dump, %-escapes and wrapped lines: linear work, no finding.
-    start = time.perf_counter()
+    # Huge runs of base64-looking text, a hex dump, %-escapes and wrapped lines: no finding, and linear work (about
+    # 1.5 s on 2 shared cores; a quadratic return shows as a CI run out of time, not as a timed assertion here).
     for huge in ("A" * 200_000, "ff" * 100_000, "%41" * 50_000, "\n".join(["QUFBQUFBQUFBQUFBQUFBQUFB"] * 5_000)):
         assert scan_text(huge) == []
-    assert time.perf_counter() - start < 20  # measured: about 1.5 s on 2 shared cores
 
 
 def test_an_encoded_order_in_a_schema_value_is_found_at_that_field() -> None:
