@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,35 @@ def test_audit_security_names_its_layers_and_semantic_on_needs_the_extra(
     assert code == 2 and "is not installed" in err
     code, out, _ = run_cli(capsys, "audit", "--security")  # auto, the default: the phrases and lexicons alone
     assert code == 0 and "no semantic layer" in out
+
+
+class _Counting:
+    """The default encoder, counting the texts it is asked to encode."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.name = real.name
+        self.texts = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return self.real.embed_documents(texts)
+
+
+def test_a_second_audit_of_a_process_reuses_the_layer_while_its_embedder_is_the_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, other = _Counting(embeddings.default_embedder()), _Counting(embeddings.default_embedder())
+    monkeypatch.setattr(embeddings, "default_embedder", lambda: first)
+    code, out, _ = run_cli(capsys, "audit", "--security", "--semantic", "on")
+    encoded = first.texts
+    assert code == 0 and encoded > 0
+    assert run_cli(capsys, "audit", "--security", "--semantic", "on") == (code, out, "")
+    assert first.texts == encoded  # every sentence, and the exemplars, scored by the first audit
+    # a new default: a layer of its own, which encodes what it scores
+    monkeypatch.setattr(embeddings, "default_embedder", lambda: other)
+    assert run_cli(capsys, "audit", "--security", "--semantic", "on") == (code, out, "")
+    assert other.texts == encoded and first.texts == encoded
 
 
 def test_an_exemplar_under_an_unknown_rule_is_a_load_error_at_its_line(tmp_path: Path) -> None:
