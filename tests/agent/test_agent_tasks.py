@@ -311,7 +311,14 @@ def test_a_task_expecting_a_tool_outside_the_mode_is_refused(large: TaskSet, tmp
         bad.write_text(json.dumps({"id": "t", "task": "Open the page.", "expect": ["browser_navigate", name]}) + "\n")
         with pytest.raises(InputFileError, match=name):
             check_large_tasks(bad, registry)
-    with pytest.raises(InputFileError, match="browser_navigat"):  # the build checks its tasks
+
+
+@needs_large
+@pytest.mark.slow  # builds the whole large catalog again
+def test_the_large_build_checks_its_tasks(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.jsonl"
+    bad.write_text(json.dumps({"id": "t", "task": "Open the page.", "expect": ["browser_navigat"]}) + "\n")
+    with pytest.raises(InputFileError, match="browser_navigat"):
         build_large(tmp_path / "build", tasks=bad)
 
 
