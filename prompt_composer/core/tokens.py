@@ -59,7 +59,8 @@ def _offline_cl100k() -> Any:
         return None
     if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
         return None
-    tokens = [line.partition(b" ")[0] for line in data.splitlines()]
+    words = data.split()  # "<base64 token> <rank>" a line, the ranks 0, 1, 2, … in order (the official file's)
+    tokens = words[0::2]
     ranks = dict(zip(map(binascii.a2b_base64, tokens), range(len(tokens)), strict=True))
     return tiktoken.Encoding(
         name=DEFAULT_ENCODING, pat_str=_CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=_CL100K_SPECIAL
