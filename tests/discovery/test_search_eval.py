@@ -67,6 +67,7 @@ def as_queries(rows: Sequence[dict[str, Any]]) -> list[EvalQuery]:
     return [EvalQuery(r["query"], tuple(r["tools"])) for r in rows]
 
 
+@pytest.mark.slow  # a measurement over a whole corpus (MetaTool, LiveMCPBench)
 @pytest.mark.parametrize("corpus", ["metatool", "livemcp"])
 def test_keyword_search_is_at_least_as_good_as_plain_bm25(corpus: str) -> None:
     module = corpora()
@@ -82,6 +83,7 @@ def test_keyword_search_is_at_least_as_good_as_plain_bm25(corpus: str) -> None:
         assert ours.recall[5] > base.recall[5] + 0.1
 
 
+@pytest.mark.slow  # a measurement over a whole corpus (the multilingual queries)
 def test_multilingual_queries_find_a_right_tool_in_the_top_5() -> None:
     search = ToolSearch(load_registry())
     if not search.semantic_available:
@@ -113,6 +115,7 @@ def test_the_no_match_set_is_real_requests_in_many_languages() -> None:
     assert {"en", "de", "es", "fr", "pl", "it", "pt", "zh", "ja", "ru"} <= {r["lang"] for r in rows}
 
 
+@pytest.mark.slow  # a measurement over a whole corpus (the no-match and shipped query sets)
 def test_requests_no_shipped_tool_serves_are_explained_misses() -> None:
     search = hybrid_search(load_registry())
     code = search.registry.mode("code")

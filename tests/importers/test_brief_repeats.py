@@ -52,6 +52,7 @@ def test_the_check_reads_repetition_not_wording() -> None:
 
 
 @pytest.mark.skipif(not (CORPORA / "livemcpbench").is_dir(), reason="needs ../shared/corpora")
+@pytest.mark.slow  # a measurement over a whole corpus (every server drafted)
 def test_no_drafted_brief_of_any_corpus_server_repeats_itself() -> None:
     figures = draft_all(list(corpus_servers(CORPORA)))
     assert figures.servers >= 80 and figures.briefs >= 1000

@@ -326,6 +326,7 @@ def _corpus_files(tmp_path: Path) -> list[tuple[str, Path]]:
 
 
 @pytest.mark.skipif(not (CORPORA / "github_mcp").is_dir(), reason="needs ../shared/corpora")
+@pytest.mark.slow  # a measurement over a whole corpus (two whole catalogs imported)
 def test_github_and_reference_catalogs_import_validate_and_compose(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -486,6 +486,7 @@ def _recommendations_hold(report: ReplayReport) -> list[str]:
 
 
 @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
+@pytest.mark.slow  # a measurement over a whole corpus (the 448 traces)
 @pytest.mark.parametrize("fetch", [True, False], ids=["fetch", "no-fetch"])
 @pytest.mark.parametrize("provider", sorted(COST_MODELS))
 def test_recommended_never_costs_more_than_static_on_the_real_traces(
