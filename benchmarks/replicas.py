@@ -13,6 +13,7 @@ one over plain HTTP (the SDK's wire format, so the client side costs little next
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -242,7 +243,8 @@ def call(url: str, task: str | None, tool: str, arguments: dict[str, Any], heade
         except ValueError:
             answer = None
         return Answer(error.code, error.headers.get("x-served-by"), answer if isinstance(answer, dict) else None)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
+    except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError):
+        # HTTPException: a replica killed after its headers went out (IncompleteRead), as the one killed here may be
         return Answer(0, None, None)
     text = raw.decode()
     if kind.startswith("text/event-stream"):  # the answer is the last data: line
