@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,16 +27,6 @@ FAST_AGENT_VENV = "PROMPT_COMPOSER_FAST_AGENT_VENV"  # where tests/mcp/test_fast
 # `stderr.fileno()`. Imported here, the default is the session's own stderr.
 with contextlib.suppress(ImportError):  # the mcp extra is not installed: its tests skip
     import mcp.client.stdio  # noqa: F401
-
-# Under PYTHONDONTWRITEBYTECODE (or -B) every run rewrote the asserts of every test module in each xdist worker, and
-# every `python -m prompt_composer` a test starts compiled the package from source again: ~10 s of CPU a worker and
-# tens of ms a subprocess. Such a run keeps its bytecode out of the source folders, as asked, in .pytest_cache (the
-# folder pytest writes anyway), and the processes the tests start read and write the same.
-if sys.dont_write_bytecode and not sys.pycache_prefix:
-    sys.pycache_prefix = str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "pycache")
-    sys.dont_write_bytecode = False
-    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(scope="session", autouse=True)
