@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -401,3 +402,43 @@ def test_heldout_tasks_lean_on_servers_the_tuning_half_uses_little(large: TaskSe
     tune_tools = {name for t in tasks if t.split == "tune" for name in t.expect}
     # Most held-out tasks are best served by a tool no tuning task expects: they test what was not tuned on.
     assert sum(1 for t in heldout if t.expect[0] not in tune_tools) >= 0.6 * len(heldout)
+
+
+# The blind split (benchmarks/agent/large/BLIND.md): 40 tasks written without running the search, opened once, to
+# report, after all tuning is frozen. These checks only read the file and the catalog; none of them ranks a tool.
+BLIND_TASKS = LARGE_TASKS.with_name("blind-tasks.jsonl")
+
+
+def test_blind_tasks_load_as_their_own_split() -> None:
+    tasks = load_tasks(BLIND_TASKS)
+    assert len(tasks) == 40
+    assert len({t.id for t in tasks}) == len(tasks)
+    assert all(t.id.startswith("bl-") for t in tasks), [t.id for t in tasks if not t.id.startswith("bl-")]
+    assert {t.split for t in tasks} == {"blind"}
+    assert all(t.expect for t in tasks)
+    assert not {t.id for t in tasks} & {t.id for t in load_tasks(LARGE_TASKS)}
+
+
+@needs_large
+@large_group
+def test_blind_tasks_name_large_mode_tools(large: TaskSet) -> None:
+    blind = replace(large, tasks=BLIND_TASKS)
+    registry, tasks = check_set(blind)  # well formed, every expected tool allowed by the large mode, args typed
+    check_large_tasks(BLIND_TASKS, registry)
+    mode = registry.mode(large.mode)
+    for task in tasks:
+        for name in task["expect"]:
+            assert name in registry.tools and mode.allows(name), (task["id"], name)
+    server = {name: doc.origin.server if doc.origin else "shipped" for name, doc in registry.tools.items()}
+    first = Counter(server[t["expect"][0]] for t in tasks)
+    assert len(first) >= 9, first  # spread over the servers, not one catalog's
+    assert max(first.values()) <= 6, first
+
+
+@needs_large
+@large_group
+def test_no_blind_task_copies_a_tool_description() -> None:
+    descriptions = corpus_descriptions()
+    assert len(descriptions) >= 300
+    for task in load_tasks(BLIND_TASKS):
+        assert not copied_text(task.task, descriptions), (task.id, copied_text(task.task, descriptions))
