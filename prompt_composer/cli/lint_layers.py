@@ -47,8 +47,9 @@ def semantic_layer(choice: str) -> SemanticLayer | None:
 
 def _default_layer() -> SemanticLayer:
     """The layer over the process-wide default embedder, kept while that embedder is the default: the sentences it
-    has scored, and its exemplars' vectors, serve every later audit of the process (a gateway re-linting on reload,
-    a test session), not only the first. The default is asked for each time (it may fail, or change)."""
+    has scored, and its exemplars' vectors, serve every later ``audit`` run in the process (``main()`` called again
+    by a program or a test session), not only the first. The default is asked for each time (it may fail, or
+    change). Its scores grow with the distinct sentences audited, a few numbers each."""
     from ..discovery.embeddings import default_embedder  # numpy and the model package: only when asked for
     from ..safety.semantic import SemanticLayer
 
