@@ -448,3 +448,11 @@ def require_local_model() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"{missing} (README's test command sets it up)")
         pytest.skip(missing)
+
+
+def mutation_names() -> list[Any]:
+    """The kinds of benchmarks/doc_mutations.py, to parametrize a test by: "many values" writes docs of 100,000
+    values and more, a scale case run by CI, not by the quick tier (-m "not slow")."""
+    from benchmarks.doc_mutations import MUTATIONS
+
+    return [pytest.param(n, marks=pytest.mark.slow) if n == "many values" else n for n in sorted(MUTATIONS)]

@@ -26,7 +26,7 @@ from prompt_composer.core.live import LiveRegistry
 from prompt_composer.core.registry import Registry, load_registry
 from prompt_composer.errors import LoadError
 from prompt_composer.shared.yamlfile import MAX_YAML_BYTES
-from tests.helpers import DATA, T
+from tests.helpers import DATA, T, mutation_names
 from tests.helpers import within as _within
 
 pytestmark = pytest.mark.usefixtures("yaml_parser")  # every test under both YAML parsers
@@ -34,10 +34,6 @@ pytestmark = pytest.mark.usefixtures("yaml_parser")  # every test under both YAM
 BASE = DATA / "malformed" / "base"  # a small valid folder: four tools, two modes
 EXTRA = ("search_files.yaml", "browser_action.yaml", "groups/read.yaml")  # shipped docs added to it
 BOUND = 120.0  # seconds a load may take before the test calls it stuck; never expected to be reached
-
-
-# "many values" writes docs of 100,000 values and more: a scale case, run by CI, not by the quick tier (-m "not slow")
-MUTATION_NAMES = [pytest.param(n, marks=pytest.mark.slow) if n == "many values" else n for n in sorted(MUTATIONS)]
 
 
 def within(call: Callable[[], T], seconds: float = BOUND) -> T:
@@ -94,7 +90,7 @@ def test_a_mutated_doc_loads_or_is_a_located_load_error(which: int, count: int, 
         check_outcome(root, lambda: load_registry(root))
 
 
-@pytest.mark.parametrize("name", MUTATION_NAMES)
+@pytest.mark.parametrize("name", mutation_names())
 def test_every_mutation_kind_on_every_shipped_kind_of_file(name: str, tmp_path: Path) -> None:
     """Each mutation, several seeds, on a tool doc, a mode and a group doc of the folder."""
     files = build(tmp_path)

@@ -19,16 +19,12 @@ from hypothesis import strategies as st
 from benchmarks.doc_mutations import MUTATIONS, mutate, shipped_files
 from prompt_composer.shared import yamlfile, yamlparse
 from prompt_composer.shared.yamlfile import MAX_COMPOSE_DEPTH, MAX_YAML_VALUES, read_yaml, yaml_layout
-from tests.helpers import within
+from tests.helpers import mutation_names, within
 
 pytestmark = pytest.mark.skipif(yamlparse.CParser is None, reason="PyYAML without libyaml: one parser only")
 
 SHIPPED = shipped_files()
 TARGETS = [p for p in SHIPPED if p.name in ("search_files.yaml", "code.yaml", "read.yaml")]
-
-
-# "many values" writes docs of 100,000 values and more: a scale case, run by CI, not by the quick tier (-m "not slow")
-MUTATION_NAMES = [pytest.param(n, marks=pytest.mark.slow) if n == "many values" else n for n in sorted(MUTATIONS)]
 
 
 @contextmanager
@@ -70,7 +66,7 @@ def test_every_shipped_file_reads_alike(path: Path) -> None:
     assert fast == slow and fast[1]  # scalar styles too: libyaml's "" for a plain scalar is read as None
 
 
-@pytest.mark.parametrize("name", MUTATION_NAMES)
+@pytest.mark.parametrize("name", mutation_names())
 def test_every_mutation_reads_alike(name: str, tmp_path: Path) -> None:
     target = tmp_path / "doc.yaml"
     problems = 0
