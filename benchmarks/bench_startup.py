@@ -4,7 +4,7 @@
 
 A hook, an editor or a CI step runs the command once per prompt build, so what counts is a fresh process: the
 interpreter, the imports, reading the docs, composing, printing. Each case is a whole process, started the way
-the installed ``prompt-composer`` script starts (``from prompt_composer.cli import main``), timed from outside,
+the installed ``prompt-composer`` script starts (``from prompt_composer.cli import run``), timed from outside,
 ``--runs`` times; the baseline, ``python -c 'import yaml, pydantic, jinja2'``, runs in the same rounds (baseline,
 then every case, round after round), so load on the machine falls on both. The ratio of each case is the median
 of its runs' ratios to the baseline run of the same round. Printed: median and spread (min–max) of the wall time,
@@ -54,7 +54,7 @@ from prompt_composer.importers.yaml_out import doc_yaml, dump_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = [sys.executable, "-c", "import yaml, pydantic, jinja2"]
-ENTRY = [sys.executable, "-c", "import sys; from prompt_composer.cli import main; sys.exit(main())"]
+ENTRY = [sys.executable, "-c", "import sys; from prompt_composer.cli import run; sys.exit(run())"]
 THOUSAND = 1_000
 SEARCH_QUERY = "open a pull request on GitHub"
 

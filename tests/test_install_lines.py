@@ -106,7 +106,7 @@ def test_this_project_from_the_registry_only_with_an_extra() -> None:
 def test_pyproject_names_this_distribution_and_its_extras_refer_to_it() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["name"] == DISTRIBUTION and normalized(DISTRIBUTION) != OTHER_PROJECT
-    assert project["scripts"] == {"prompt-composer": "prompt_composer.cli:main"}
+    assert project["scripts"] == {"prompt-composer": "prompt_composer.cli:run"}
     extras = project["optional-dependencies"]
     for requirement in [*project["dependencies"], *(r for reqs in extras.values() for r in reqs)]:
         name = normalized(re.match(r"[A-Za-z0-9._-]+", requirement).group(0))  # type: ignore[union-attr]

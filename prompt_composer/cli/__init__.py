@@ -21,7 +21,7 @@ from ..shared.version import VERSION as __version__
 from . import help_text, project
 from .output import ERROR, ArgumentParser, messages, report_error
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 # Subcommand modules, in the order --help lists them: each has ``register(subparsers)``; handlers return an exit
 # code.
@@ -217,5 +217,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+# The young generation's threshold of the console script (CPython's default is 700): a cold command builds a few
+# hundred thousand objects that live until it exits (parsed docs, models, the tokenizer's 100k ranks), and with
+# the default every few hundred of them started a collection that walked them again, about a twentieth of a
+# `compose` with an empty cache (docs/benchmarks.md). mypy's command sets the same. Garbage that holds itself is
+# still collected, later; a long-running `serve` keeps collecting too.
+GC_THRESHOLD = (200_000, 30, 30)
+
+
+def run() -> int:
+    """The ``prompt-composer`` console script and ``python -m prompt_composer``: :func:`main` on ``sys.argv``, the
+    collector tuned for a process that builds much and frees little (see :data:`GC_THRESHOLD`). A program calling
+    :func:`main` itself keeps its own collector settings."""
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLD)
+    return main()
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run())

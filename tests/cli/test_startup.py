@@ -167,6 +167,28 @@ def test_compose_with_a_warm_cache_validates_nothing(tmp_path: Path) -> None:
     assert warm["built"] == [] and "regex" not in warm["modules"]
 
 
+def test_the_console_script_tunes_the_collector_and_main_leaves_it_alone(tmp_path: Path) -> None:
+    """``run`` (the console script, ``python -m prompt_composer``) raises the young generation's threshold for
+    the process (cli.GC_THRESHOLD); ``main`` called by a program leaves the program's settings as they were."""
+    probe = (
+        "import gc, sys\nfrom prompt_composer import cli\nbefore = gc.get_threshold()\n"
+        "sys.argv = ['prompt-composer', '--version']\ntry:\n    code = cli.%s()\nexcept SystemExit as exc:\n"
+        "    code = exc.code\nprint(code, before, gc.get_threshold())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMPT_COMPOSER_CACHE": str(tmp_path)}
+    seen = {}
+    for entry in ("run", "main"):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe % entry], capture_output=True, text=True, env=env, timeout=60, check=True
+        )
+        seen[entry] = proc.stdout.splitlines()[-1].split(" ", 1)
+    from prompt_composer.cli import GC_THRESHOLD
+
+    default = "(700, 10, 10)"  # CPython's
+    assert seen["run"] == ["0", f"{default} {GC_THRESHOLD}"]
+    assert seen["main"] == ["0", f"{default} {default}"]
+
+
 def test_the_parsers_choices_and_defaults_are_the_librarys() -> None:
     assert registry.PROVIDERS == PROVIDERS
     assert (registry.SEVERITIES, registry.QUARANTINE_SEVERITY) == (SEVERITIES, QUARANTINE_SEVERITY)
