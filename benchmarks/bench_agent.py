@@ -1,7 +1,7 @@
 """Agent-level A/B on the real local model: static, composed, every_turn, discovery, auto and oracle, per task set.
 
 Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--large-tasks N]
-     [--split tune|heldout]
+     [--split tune|heldout] [--large-file FILE]
      [--variants ...] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
 `large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import anthropic
 
 from benchmarks.agent_tasks import TaskSet, build_bfcl, build_metatool, coding_set
-from benchmarks.large_catalog import build_large
+from benchmarks.large_catalog import LARGE_TASKS, build_large
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import VARIANTS, BenchReport, Variant, load_tasks, run_bench
 from prompt_composer.local.server import LocalModelServer
@@ -62,14 +62,15 @@ def set_names(text: str) -> list[str]:
     return names
 
 
-def build_sets(workdir: Path, names: Sequence[str], *, per_set: int) -> list[TaskSet]:
+def build_sets(workdir: Path, names: Sequence[str], *, per_set: int, large: Path = LARGE_TASKS) -> list[TaskSet]:
     """The sets named, in :data:`SETS` order, generated under ``workdir`` (as ``build_task_sets`` builds the first
-    three); only those named are built, so ``--sets large`` needs neither the BFCL data nor MetaTool."""
+    three), the large set's tasks read from ``large``; only those named are built, so ``--sets large`` needs
+    neither the BFCL data nor MetaTool."""
     builders: dict[str, Callable[[], TaskSet]] = {
         "coding": coding_set,
         "bfcl": lambda: build_bfcl(workdir / "bfcl", per_set=per_set),
         "metatool": lambda: build_metatool(workdir / "metatool", per_set=per_set),
-        "large": lambda: build_large(workdir),
+        "large": lambda: build_large(workdir, tasks=large),
     }
     return [builders[name]() for name in SETS if name in names]
 
@@ -135,12 +136,18 @@ def main() -> int:
         default=None,
         help="run only the large set's tasks of this split (tune or heldout; default: all), before --large-tasks",
     )
+    parser.add_argument(
+        "--large-file",
+        type=Path,
+        default=LARGE_TASKS,
+        help="the large set's task file (default: tasks.jsonl; benchmarks/agent/large/BLIND.md before the blind one)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
     wanted = set_names(args.sets)
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp, LocalModelServer(ctx=16384, timeout=300) as server:
-        sets = build_sets(Path(tmp), wanted, per_set=args.per_set)
+        sets = build_sets(Path(tmp), wanted, per_set=args.per_set, large=args.large_file)
         sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
         for task_set in sets:
             registry = load_registry(task_set.docs)

@@ -13,8 +13,8 @@ of the search. Reported per split (tasks that expect no tool are left out of the
 - *shortlist tokens*: the shortlist's part of the note (cl100k_base), mean and largest, over every task: what a
   request carries for it.
 
-Run: ``python3 benchmarks/retrieval_large.py [--split tune|heldout] [--strategy keyword|hybrid] [--misses]
-[--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]``.
+Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
+[--misses] [--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,15 @@ def measure(outcomes: Sequence[TaskOutcome], split: str) -> SplitFigures:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--split", default=None, help="tune or heldout (default: both, each reported)")
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        default=LARGE_TASKS,
+        help="the task file (default: tasks.jsonl; see BLIND.md before giving blind-tasks.jsonl)",
+    )
+    parser.add_argument(
+        "--split", default=None, help="tune or heldout (default: every split of the file, each reported)"
+    )
     parser.add_argument("--strategy", default=None, help="keyword or hybrid (default: the search's own)")
     parser.add_argument("--misses", action="store_true", help="list every task not loaded or shortlisted")
     parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before (faster)")
@@ -131,7 +139,7 @@ def main() -> int:
         "--card-semantic-weight", type=float, default=CARD_SEMANTIC_WEIGHT, help="the card's share of a tool vector"
     )
     args = parser.parse_args()
-    tasks = load_tasks(LARGE_TASKS)
+    tasks = load_tasks(args.tasks)
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
     with tempfile.TemporaryDirectory() as tmp:
         docs = args.docs or build_large(Path(tmp), cards=args.cards).docs
