@@ -10,7 +10,7 @@ preselection put in front of the model for each task (the same search and defaul
   ``discovery`` the model searches itself) and the model called another tool of the same server;
 - *other*: another tool called, no call at all, or the run ended in an error or an overflow.
 
-Run: ``python3 benchmarks/large_misses.py RESULTS.json [--docs DIR] [--markdown]``.
+Run: ``python3 benchmarks/large_misses.py RESULTS.json [--docs DIR] [--tasks FILE] [--markdown]``.
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ def main() -> int:
     parser.add_argument("results", type=Path, help="the JSON of bench_agent.py --sets large --json")
     parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before")
     parser.add_argument("--markdown", action="store_true", help="print the per-task table as Markdown")
+    parser.add_argument("--tasks", type=Path, default=LARGE_TASKS, help="the run's task file (default: tasks.jsonl)")
     args = parser.parse_args()
     outcomes = json.loads(args.results.read_text(encoding="utf-8"))["large"]["outcomes"]
-    tasks = {t.id: t for t in load_tasks(LARGE_TASKS)}
+    tasks = {t.id: t for t in load_tasks(args.tasks)}
     with tempfile.TemporaryDirectory() as tmp:
         docs = args.docs or build_large(Path(tmp)).docs
         registry = load_registry(docs)
