@@ -14,7 +14,8 @@ of the search. Reported per split (tasks that expect no tool are left out of the
   request carries for it.
 
 Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
-[--misses] [--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]``.
+[--misses] [--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]
+[--affordance-weight W]``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from prompt_composer.core.registry import Registry
 from prompt_composer.core.tokens import default_counter
 from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.results import SearchStrategy
-from prompt_composer.discovery.search import CARD_SEMANTIC_WEIGHT, CARD_WEIGHT, ToolSearch
+from prompt_composer.discovery.search import AFFORDANCE_WEIGHT, CARD_SEMANTIC_WEIGHT, CARD_WEIGHT, ToolSearch
 
 __all__ = ["RANKS", "SplitFigures", "TaskOutcome", "measure", "outcome"]
 
@@ -138,6 +139,12 @@ def main() -> int:
     parser.add_argument(
         "--card-semantic-weight", type=float, default=CARD_SEMANTIC_WEIGHT, help="the card's share of a tool vector"
     )
+    parser.add_argument(
+        "--affordance-weight",
+        type=float,
+        default=AFFORDANCE_WEIGHT,
+        help="the lift of a tool that takes the values a request names (a path, a commit, a line, an id)",
+    )
     args = parser.parse_args()
     tasks = load_tasks(args.tasks)
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
@@ -150,6 +157,7 @@ def main() -> int:
             embedder=False if args.strategy == "keyword" else None,
             card_weight=args.card_weight,
             card_semantic_weight=args.card_semantic_weight,
+            affordance_weight=args.affordance_weight,
         )
         config = mode.config.preselect or PreselectConfig()
         if args.shortlist is not None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.modes import Mode
 from ..shared.extras import extra_of, missing_module, needs_extra
+from .affordances import ToolSlots, without_values
 from .expand import expansion
 from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
@@ -54,6 +55,9 @@ EXPANDED_WEIGHT = 1.0
 # shortlist").
 CARD_WEIGHT = 1.0
 CARD_SEMANTIC_WEIGHT = 0.45
+# A request that names a value (a path, a commit, a line, an issue number, an id: :mod:`.affordances`) adds to each
+# tool's score the share of those values its parameters take, times this (on the lexical part's scale).
+AFFORDANCE_WEIGHT = 0.6
 # Hybrid scores are a convex combination of the normalised BM25 score (share of the top one) and the normalised
 # cosine (z-score over the mode's tools, as a share of the top one); tuned on held-out queries, where it beat
 # reciprocal-rank fusion (benchmarks/bench_search.py).
@@ -137,9 +141,14 @@ class ToolSearch:
         expanded_weight: float = EXPANDED_WEIGHT,
         card_weight: float = CARD_WEIGHT,
         card_semantic_weight: float = CARD_SEMANTIC_WEIGHT,
+        affordance_weight: float = AFFORDANCE_WEIGHT,
+        mask_values: bool = True,
         index_cache: bool = True,
     ) -> None:
         self.registry = registry
+        self.affordance_weight = affordance_weight
+        self.mask_values = mask_values
+        self._slots = ToolSlots(registry.tools)
         self.decompose = decompose
         self.server_weight = server_weight
         # A drafted card only repeats its tools' names, which the index holds already: on the tuning half of the
@@ -460,9 +469,16 @@ class ToolSearch:
         needs = decompose(query) if self.decompose else [query]
         if len(needs) <= 1:
             needs = []
-        vectors = batch_query_vectors(self._get_embedder(), [query, *needs]) if used != "keyword" and needs else {}
+        # What a request asks is in its words, not in the values it names (a path, a URL, a hash): those are put
+        # as the kind of thing they are (the text matched), and lift the tools that take them.
+        raw = [query, *needs]
+        asked = [(without_values(text) or text) if self.mask_values else text for text in raw]
+        vectors = batch_query_vectors(self._get_embedder(), asked) if used != "keyword" and needs else {}
         lexical = self.lexical_for(mode)
-        texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in (query, *needs)]
+        texts = [self._score_text(text, used, allows, lexical, vectors.get(text)) for text in asked]
+        if self.affordance_weight > 0:
+            scale = 1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT
+            self._slots.lift(raw, [text.scores for text in texts], allows, self.affordance_weight * scale)
         scores, similarity = _merge_needs(texts[0], texts[1:])
         terms = texts[0].terms
         if self.card_weight > 0 and terms:
