@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import search_corpora as corpora
 
 from prompt_composer import ToolDoc, load_registry
-from prompt_composer.discovery import search as search_module
+from prompt_composer.discovery import calibration as search_module
 from prompt_composer.discovery.evaluate import EvalQuery, EvalReport, evaluate, load_queries
 from prompt_composer.discovery.lexical import LexicalIndex, doc_fields
 from prompt_composer.discovery.needs import decompose

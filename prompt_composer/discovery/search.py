@@ -10,8 +10,9 @@ one warning. Tool vectors persist in the user cache (:mod:`.vector_cache`).
 
 A multi-step request is decomposed into needs (:func:`~.needs.decompose`), each searched; requests that led to a
 tool's use (:class:`~.phrasings.Phrasings`, e.g. from an event log: :mod:`prompt_composer.learn.phrasings`) become
-extra text of that tool. Whether anything matched is a calibrated probability (:data:`MISS_MODELS`); below
-:data:`MISS_CONFIDENCE` the result is an explained miss.
+extra text of that tool. Whether anything matched is a calibrated probability (:mod:`.calibration`); below
+:data:`~.calibration.MISS_CONFIDENCE` the result is an explained miss. Values a request names (a path, a URL, a
+commit) are matched as the kind of thing they are, and lift the tools that take them (:mod:`.affordances`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import difflib
 import heapq
 import logging
-import math
 import re
 import threading
 from collections import Counter
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.modes import Mode
 from ..shared.extras import extra_of, missing_module, needs_extra
 from .affordances import ToolSlots, without_values
+from .calibration import MISS_CONFIDENCE, match_probability
 from .expand import expansion
 from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
@@ -81,21 +82,6 @@ SEMANTIC_BAND = 0.1
 # search, however close to the top one it is.
 RELEVANT_SIMILARITY = 0.34
 
-# Miss calibration: P(a tool of the mode serves the request) = sigmoid(bias + Σ weight × evidence), a logistic
-# regression fitted by `python3 benchmarks/bench_search.py --calibrate` on no-match requests and real queries, with
-# the line set where it costs real queries little recall; the bias is shifted so that the line sits at
-# MISS_CONFIDENCE. Evidence, from the best-matching text of the request (the whole request or one of its needs):
-# - ``cover``: the idf-weighted share of the query's words found in the top lexical hit's name, queries, brief or
-#   hint (not its full text: one common word deep in a manual is no evidence); ``cover_all``: over every field;
-# - ``cos_rel``: how far the top cosine stands above the cosine that small talk reaches in this mode
-#   (:data:`~.semantic._SMALL_TALK`), as a share of the way to 1; relative, so a model whose cosines run high (e5)
-#   reads the same line as one whose cosines run low (USE).
-MISS_MODELS: Mapping[str, tuple[float, Mapping[str, float]]] = {
-    "keyword": (-0.397, {"cover": 3.21, "cover_all": 2.65}),
-    "semantic": (-0.455, {"cos_rel": 6.79}),
-    "hybrid": (-0.966, {"cover": 2.37, "cover_all": 2.14, "cos_rel": 5.62}),
-}
-MISS_CONFIDENCE = 0.5  # below this, the result is an explained miss
 
 _Ranked = list[tuple[str, float, float]]  # (name, score, similarity), best first
 
@@ -436,10 +422,8 @@ class ToolSearch:
         return result
 
     def confidence(self, evidence: Mapping[str, float], strategy: SearchStrategy) -> float:
-        """P(a tool of the mode serves the request), from one text's evidence (see :data:`MISS_MODELS`)."""
-        bias, weights = MISS_MODELS[strategy]
-        z = bias + sum(w * evidence.get(k, 0.0) for k, w in weights.items())
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        """P(a tool of the mode serves the request), from one text's evidence (see :mod:`.calibration`)."""
+        return match_probability(evidence, strategy)
 
     def _search(
         self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _SEMANTIC_TEXT_CHARS = 1500
 _SEMANTIC_HEAD_CHARS = 400  # of the full text, in the one of a tool's semantic texts that reads it
 # Requests that match no tool of any catalog: the top cosine they reach is a mode's baseline for ``cos_rel``
-# (see :data:`~.search.MISS_MODELS`).
+# (see :data:`~.calibration.MISS_MODELS`).
 _SMALL_TALK = (
     "hello",
     "thanks, that's all for now",
