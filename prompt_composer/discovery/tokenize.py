@@ -83,16 +83,28 @@ _STOPWORDS = frozenset(
 
 
 def _stem(word: str) -> str:
-    """A conservative English plural stripper: files→file, queries→query, matches→match, status stays."""
-    if len(word) <= 3 or not word.isascii() or not word.endswith("s"):
+    """A conservative English stemmer: plurals (files→file, queries→query, matches→match, status stays), then
+    -ing, -ed and a final -e, so that the forms of one verb meet (stage, staged, staging → stag; running → run).
+    Words of four letters or fewer are kept as they are. Measured (docs/benchmarks.md, "Values as kinds"): MetaTool
+    recall@5 0.755 → 0.760, LiveMCPBench recall@10 0.479 → 0.524."""
+    if len(word) <= 3 or not word.isascii():
         return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
-        return word[:-2]
-    if word.endswith(("ss", "us", "is", "os")):
+    if word.endswith("s"):
+        if word.endswith("ies"):
+            return word[:-3] + "y"
+        if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+            word = word[:-2]
+        elif not word.endswith(("ss", "us", "is", "os")):
+            word = word[:-1]
+    if len(word) <= 4:
         return word
-    return word[:-1]
+    for suffix, shortest in (("ing", 6), ("ed", 5)):
+        if word.endswith(suffix) and len(word) >= shortest:
+            word = word[: -len(suffix)]
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":  # running → run, not fill → fil
+                word = word[:-1]
+            return word
+    return word[:-1] if word.endswith("e") else word
 
 
 def split_identifier(name: str) -> list[str]:

@@ -85,7 +85,7 @@ def test_the_server_score_changes_a_ranking_on_real_servers() -> None:
     # "Chrome" names the chrome-devtools server: its tool rises above Playwright's namesake.
     for query, chrome, playwright in (
         ("resize the Chrome window to 800x600", "resize_page", "browser_resize"),
-        ("close the page in Chrome", "close_page", "browser_close"),
+        ("press the Enter key in Chrome", "press_key", "browser_press_key"),
         ("In Chrome, type hello into the search box", "type_text", "browser_type"),
     ):
         before, _ = plain.rank(query, mode, "keyword")
