@@ -12,9 +12,10 @@ from .tokenize import tokenize
 # and behaves the same in every process.
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|:\s+|\n+")
 _CONNECTIVES = re.compile(
-    r"\s*,?\s*\b(?:and then|then|after that|afterwards|finally|also|next|und dann|dann|danach|anschließend|"
+    r"\s*,?\s*\b(?:and then|then|after that|afterwards|finally|also|und dann|dann|danach|anschließend|"
     r"luego|después|despues|puis|ensuite|potem|następnie|затем|потом|e poi|poi|depois)\b\s*,?\s*"
-    r"|\s*(?:然后|接着|之后|并且|再把)\s*",
+    r"|\s*(?:然后|接着|之后|并且|再把)\s*"
+    r"|(?:^|,\s*|\band\s+)next\b\s*,?\s*",  # "next" starts a step at a clause's start only ("the next commit")
     re.IGNORECASE,
 )
 # Verbs that start a step of a request to an agent with tools; ", VERB" or "and VERB" starts a new need.

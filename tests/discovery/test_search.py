@@ -403,6 +403,10 @@ def test_no_persistence_when_asked_and_a_broken_cache_never_breaks_search(
         ("list the files; then open main.py", ["list the files", "open main.py"]),
         ("search files and replace the name", ["search files", "replace the name"]),
         ("bread and butter", ["bread and butter"]),  # "and" splits only before an action verb
+        # "next" starts a step at a clause's start, and is a word like any other inside one
+        ("Stage app.py for the next commit", ["Stage app.py for the next commit"]),
+        ("Open the page. Next, click login", ["Open the page", "click login"]),
+        ("read it and next write a summary", ["read it", "write a summary"]),
         ("uruchom testy. potem zapisz wynik", ["uruchom testy", "zapisz wynik"]),
         ("先搜索代码。然后运行测试", ["先搜索代码", "运行测试"]),
         ("What does this mean?\n" + "iVBORw0KGgo" * 20, ["What does this mean?\n" + "iVBORw0KGgo" * 20]),
