@@ -214,6 +214,24 @@ if CParser is not None:
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            # libyaml's composer asks this of every scalar (25,000 in a 331-tool folder): a plain scalar's tag is a
+            # function of its text alone (the resolvers are the class's, fixed, and this loader has no path
+            # resolvers), so the answers of the short, repeated ones (keys, "string", "true") are kept.
+            if kind is yaml.ScalarNode and implicit[0] and len(value) <= _TAG_MEMO_CHARS:
+                tag = _TAGS.get(value)
+                if tag is None:
+                    tag = Resolver.resolve(self, kind, value, implicit)
+                    if len(_TAGS) < _TAG_MEMO_SIZE:
+                        _TAGS[value] = tag
+                return tag
+            return Resolver.resolve(self, kind, value, implicit)
+
+
+_TAGS: dict[str, str] = {}  # a plain scalar's text -> its implicit tag (see _CLoader.resolve)
+_TAG_MEMO_CHARS = 64
+_TAG_MEMO_SIZE = 8192
+
 
 def _fast(text: str) -> tuple[Any, LineMap] | None:
     """The data and line map of a clean document, as :func:`parse` makes them, faster; None when the text is not

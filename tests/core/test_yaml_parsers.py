@@ -131,3 +131,15 @@ def test_without_libyaml_the_python_parser_reads(monkeypatch: pytest.MonkeyPatch
             3,
             "invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 2)",
         )
+
+
+def test_scalars_read_alike_when_their_tags_come_from_the_memo(tmp_path: Path) -> None:
+    # The C path keeps the implicit tag of each short plain scalar it has seen; the second read of the same scalars
+    # (and the same texts as keys) must build what the pure-Python parser builds, type for type.
+    words = ["yes", "No", "on", "~", "null", "0x1F", "0o17", "1_000", "1e3", ".inf", "2026-11-29", "12:30", "str"]
+    text = "".join(f"k{i}: {w}\nl{i}: [{w}, '{w}']\n" for i, w in enumerate(words))
+    path = tmp_path / "scalars.yaml"
+    path.write_text(text, encoding="utf-8")
+    first = same_outcome(path)
+    assert same_outcome(path) == first
+    assert "True" in first[0] and "None" in first[0] and "31" in first[0] and "datetime.date(2026, 11, 29)" in first[0]
