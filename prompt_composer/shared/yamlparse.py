@@ -221,13 +221,14 @@ if CParser is not None:
             if kind is yaml.ScalarNode and implicit[0] and len(value) <= _TAG_MEMO_CHARS:
                 tag = _TAGS.get(value)
                 if tag is None:
-                    tag = Resolver.resolve(self, kind, value, implicit)
+                    tag = _RESOLVE(self, kind, value, implicit)
                     if len(_TAGS) < _TAG_MEMO_SIZE:
                         _TAGS[value] = tag
                 return tag
-            return Resolver.resolve(self, kind, value, implicit)
+            return _RESOLVE(self, kind, value, implicit)
 
 
+_RESOLVE: Any = Resolver.resolve  # PyYAML's, untyped
 _TAGS: dict[str, str] = {}  # a plain scalar's text -> its implicit tag (see _CLoader.resolve)
 _TAG_MEMO_CHARS = 64
 _TAG_MEMO_SIZE = 8192
