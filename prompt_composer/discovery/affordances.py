@@ -15,6 +15,7 @@ ranking as it was.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -66,8 +67,15 @@ _PATH_NAMES = frozenset({"source", "destination", "src", "dest", "cwd"})
 _NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
+# Every value has a slash, a digit, a "#" or a dot before a letter: a text without any is read no further.
+_MAY_NAME_A_VALUE = re.compile(r"[/\d#]|\.\w")
+
+
+@functools.lru_cache(maxsize=1024)
 def request_values(text: str) -> frozenset[str]:
     """The kinds of value ``text`` names (see the module docstring); empty for most requests."""
+    if not _MAY_NAME_A_VALUE.search(text):
+        return frozenset()
     kinds: set[str] = set()
     without_urls = _URL.sub(" ", text)
     if without_urls != text:
@@ -110,16 +118,19 @@ def tool_slots(input_schema: Mapping[str, Any] | None) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def affordance_shares(values: frozenset[str], slots: Iterable[tuple[str, frozenset[str]]]) -> dict[str, float]:
-    """Each tool's share (0..1) of the kinds of value the request names that its parameters take; tools taking
-    none are left out."""
-    if not values:
-        return {}
+def takers(slots: Iterable[tuple[str, frozenset[str]]]) -> dict[str, tuple[str, ...]]:
+    """For each kind of value a request can name, the tools (of ``slots``: name and kinds of parameter) that take
+    it."""
+    return {value: tuple(name for name, kinds in slots if accepts & kinds) for value, accepts in _ACCEPTS.items()}
+
+
+def affordance_shares(values: frozenset[str], taking: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Each tool's share (0..1) of the kinds of value the request names that its parameters take (``taking``: see
+    :func:`takers`); tools taking none are left out."""
     shares: dict[str, float] = {}
-    for name, kinds in slots:
-        taken = sum(1 for value in values if _ACCEPTS[value] & kinds)
-        if taken:
-            shares[name] = taken / len(values)
+    for value in values:
+        for name in taking.get(value, ()):
+            shares[name] = shares.get(name, 0.0) + 1.0 / len(values)
     return shares
 
 
@@ -129,7 +140,7 @@ class ToolSlots:
 
     def __init__(self, tools: Mapping[str, ToolDoc]) -> None:
         self._tools = tools
-        self._slots: list[tuple[str, frozenset[str]]] | None = None
+        self._taking: dict[str, tuple[str, ...]] | None = None
 
     def lift(
         self, texts: Sequence[str], scores: Sequence[dict[str, float]], allows: Callable[[str], bool], weight: float
@@ -144,10 +155,10 @@ class ToolSlots:
             values = request_values(text)
             if not values:
                 continue
-            if self._slots is None:
-                self._slots = [(name, tool_slots(doc.input_schema)) for name, doc in self._tools.items()]
+            if self._taking is None:
+                self._taking = takers([(name, tool_slots(doc.input_schema)) for name, doc in self._tools.items()])
             step_weight = weight * (naming if index == 0 else 1.0)
-            for name, share in affordance_shares(values, self._slots).items():
+            for name, share in affordance_shares(values, self._taking).items():
                 if allows(name):
                     scored[name] = scored.get(name, 0.0) + step_weight * share
 
@@ -175,12 +186,24 @@ def _path(match: re.Match[str]) -> str:
     return f" {kind}{value[len(core) :]} "
 
 
+@functools.lru_cache(maxsize=1024)
 def without_values(text: str) -> str:
     """``text`` with the values it names (URLs, paths, ids, hashes, ``#N``) put as the kind of thing they are:
     what a request asks is in its other words."""
-    text = _URL.sub(_url, text)
-    text = _UUID.sub(" ", text)
-    text = _PATH.sub(_path, text)
-    text = _HEX_WORD.sub(" ", text)
-    text = _NUMBERED.sub(" ", text)
+    kinds = request_values(text)
+    if not kinds & _MASKED:
+        return text
+    if "url" in kinds:
+        text = _URL.sub(_url, text)
+    if "id" in kinds:
+        text = _UUID.sub(" ", text)
+    if "path" in kinds:
+        text = _PATH.sub(_path, text)
+    if kinds & {"hex", "id"}:
+        text = _HEX_WORD.sub(" ", text)
+    if "number" in kinds:
+        text = _NUMBERED.sub(" ", text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+_MASKED = frozenset({"url", "id", "path", "hex", "number"})  # a line number stays: "line" says what is asked

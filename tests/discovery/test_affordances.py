@@ -10,7 +10,13 @@ import pytest
 
 from prompt_composer import Registry
 from prompt_composer.core.docs import ToolDoc
-from prompt_composer.discovery.affordances import affordance_shares, request_values, tool_slots, without_values
+from prompt_composer.discovery.affordances import (
+    affordance_shares,
+    request_values,
+    takers,
+    tool_slots,
+    without_values,
+)
 from prompt_composer.discovery.search import ToolSearch
 from tests.helpers import search_mode as mode
 
@@ -76,12 +82,14 @@ def test_a_tool_takes_the_kinds_its_parameter_names_say() -> None:
 
 
 def test_each_tool_gets_its_share_of_the_values_it_takes() -> None:
-    slots = [("show", frozenset({"revision"})), ("page", frozenset({"id"})), ("read", frozenset({"path", "line"}))]
-    # a short hash may be a commit or an id: both take it
-    assert affordance_shares(frozenset({"hex"}), slots) == {"show": 1.0, "page": 1.0}
-    assert affordance_shares(frozenset({"path", "line"}), slots) == {"read": 1.0}
-    assert affordance_shares(frozenset({"path", "url"}), slots) == {"read": 0.5}
-    assert affordance_shares(frozenset(), slots) == {}
+    taking = takers(
+        [("show", frozenset({"revision"})), ("page", frozenset({"id"})), ("read", frozenset({"path", "line"}))]
+    )
+    assert taking["hex"] == ("show", "page")  # a short hash may be a commit or an id: both take it
+    assert affordance_shares(frozenset({"hex"}), taking) == {"show": 1.0, "page": 1.0}
+    assert affordance_shares(frozenset({"path", "line"}), taking) == {"read": 1.0}
+    assert affordance_shares(frozenset({"path", "url"}), taking) == {"read": 0.5}
+    assert affordance_shares(frozenset(), taking) == {}
 
 
 def _doc(name: str, brief: str, *params: str, group: str = "git") -> ToolDoc:
