@@ -55,6 +55,8 @@ TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "numb
 # The blind split (benchmarks/agent/large/BLIND.md): 40 tasks written without running the search, opened once, to
 # report, after all tuning is frozen. These checks only read the file and the catalog; none of them ranks a tool.
 BLIND_TASKS = LARGE_TASKS.with_name("blind-tasks.jsonl")
+# The second blind split (benchmarks/agent/large/BLIND2.md), written the same way after the first was opened.
+BLIND2_TASKS = LARGE_TASKS.with_name("blind2-tasks.jsonl")
 
 
 def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
@@ -333,7 +335,8 @@ def test_the_large_build_checks_its_tasks(tmp_path: Path) -> None:
 def test_no_large_task_copies_a_tool_description(large: TaskSet) -> None:
     descriptions = corpus_descriptions()
     assert len(descriptions) >= 300
-    for task in [*read_tasks(large), *read_tasks(replace(large, tasks=BLIND_TASKS))]:
+    blind = [*read_tasks(replace(large, tasks=BLIND_TASKS)), *read_tasks(replace(large, tasks=BLIND2_TASKS))]
+    for task in [*read_tasks(large), *blind]:
         assert not copied_text(task["task"], descriptions), task["id"]
     # The check finds a copied sentence, and a long run of words, in a task.
     sentence = "Returns the sum of two numbers"
@@ -409,22 +412,28 @@ def test_heldout_tasks_lean_on_servers_the_tuning_half_uses_little(large: TaskSe
     assert sum(1 for t in heldout if t.expect[0] not in tune_tools) >= 0.6 * len(heldout)
 
 
-def test_blind_tasks_load_as_their_own_split() -> None:
-    tasks = load_tasks(BLIND_TASKS)
+BLIND_SETS = [(BLIND_TASKS, "bl-", "blind"), (BLIND2_TASKS, "b2-", "blind2")]
+
+
+@pytest.mark.parametrize(("path", "prefix", "split"), BLIND_SETS)
+def test_blind_tasks_load_as_their_own_split(path: Path, prefix: str, split: str) -> None:
+    tasks = load_tasks(path)
     assert len(tasks) == 40
     assert len({t.id for t in tasks}) == len(tasks)
-    assert all(t.id.startswith("bl-") for t in tasks), [t.id for t in tasks if not t.id.startswith("bl-")]
-    assert {t.split for t in tasks} == {"blind"}
+    assert all(t.id.startswith(prefix) for t in tasks), [t.id for t in tasks if not t.id.startswith(prefix)]
+    assert {t.split for t in tasks} == {split}
     assert all(t.expect for t in tasks)
-    assert not {t.id for t in tasks} & {t.id for t in load_tasks(LARGE_TASKS)}
+    others = [p for p in (LARGE_TASKS, BLIND_TASKS, BLIND2_TASKS) if p != path]
+    assert not {t.id for t in tasks} & {t.id for p in others for t in load_tasks(p)}
 
 
 @needs_large
 @large_group
-def test_blind_tasks_name_large_mode_tools(large: TaskSet) -> None:
-    blind = replace(large, tasks=BLIND_TASKS)
+@pytest.mark.parametrize("path", [BLIND_TASKS, BLIND2_TASKS])
+def test_blind_tasks_name_large_mode_tools(large: TaskSet, path: Path) -> None:
+    blind = replace(large, tasks=path)
     registry, tasks = check_set(blind)  # well formed, every expected tool allowed by the large mode, args typed
-    check_large_tasks(BLIND_TASKS, registry)
+    check_large_tasks(path, registry)
     server = {name: doc.origin.server if doc.origin else "shipped" for name, doc in registry.tools.items()}
     first = Counter(server[t["expect"][0]] for t in tasks)
     assert len(first) >= 9, first  # spread over the servers, not one catalog's
