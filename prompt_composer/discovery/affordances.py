@@ -27,9 +27,9 @@ from ..core.docs import ToolDoc
 # number). A bare "a/b" is not taken for a path: it is as often a repository (octo-org/widgets) or a branch
 # (fix/typo); a path has a root (/, ~/, ./), two slashes or a file extension. A bare "Next.js" is a project's name.
 _EXTENSIONS = (
-    "py|pyi|md|mdx|rst|txt|docx?|xlsx?|pptx?|odt|ods|epub|mp3|mp4|wav|mov|yaml|yml|json|jsonl|toml|ini|cfg|conf|env|lock|js|mjs|cjs|ts|tsx|jsx|css|scss|html|htm|"
-    "xml|svg|png|jpe?g|gif|webp|pdf|csv|tsv|log|sh|bash|zsh|ps1|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|sql|"
-    "ipynb|dockerfile|gradle|vue|svelte|zip|tar|gz"
+    "py|pyi|md|mdx|rst|txt|docx?|xlsx?|pptx?|odt|ods|epub|mp3|mp4|wav|mov|yaml|yml|json|jsonl|toml|ini|cfg|conf|"
+    "env|lock|js|mjs|cjs|ts|tsx|jsx|css|scss|html|htm|xml|svg|png|jpe?g|gif|webp|pdf|csv|tsv|log|sh|bash|zsh|ps1|"
+    "rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|sql|ipynb|dockerfile|gradle|vue|svelte|zip|tar|gz"
 )
 _PATH = re.compile(
     r"(?:^|(?<=[\s\"'`(\[]))(?:(?:~|\.{1,2})?/[\w@.+-]+(?:/[\w@.+-]+)*|[\w@.+-]+(?:/[\w@.+-]+){2,})/?"
@@ -71,9 +71,19 @@ _NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _MAY_NAME_A_VALUE = re.compile(r"[/\d#]|\.\w")
 
 
-@functools.lru_cache(maxsize=1024)
+# A search reads each text of a request several times; the answers for the last texts are kept, not for long ones
+# (a pasted log), so the memo stays small in a long-running server.
+_MEMO_SIZE = 1024
+_MEMO_CHARS = 2_000
+
+
 def request_values(text: str) -> frozenset[str]:
     """The kinds of value ``text`` names (see the module docstring); empty for most requests."""
+    return _request_values(text) if len(text) <= _MEMO_CHARS else _request_values.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _request_values(text: str) -> frozenset[str]:
     if not _MAY_NAME_A_VALUE.search(text):
         return frozenset()
     kinds: set[str] = set()
@@ -186,10 +196,14 @@ def _path(match: re.Match[str]) -> str:
     return f" {kind}{value[len(core) :]} "
 
 
-@functools.lru_cache(maxsize=1024)
 def without_values(text: str) -> str:
     """``text`` with the values it names (URLs, paths, ids, hashes, ``#N``) put as the kind of thing they are:
     what a request asks is in its other words."""
+    return _without_values(text) if len(text) <= _MEMO_CHARS else _without_values.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _without_values(text: str) -> str:
     kinds = request_values(text)
     if not kinds & _MASKED:
         return text

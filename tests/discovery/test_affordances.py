@@ -126,3 +126,13 @@ def test_the_lift_never_reaches_a_tool_outside_the_mode(registry: Registry) -> N
     assert "secret_files" not in ranked
     assert all(hit.name != "secret_files" for hit in result.hits)
     assert search.rank(query, registry.mode("vault"), "keyword")[0][0] == "secret_files"  # where it is allowed
+
+
+def test_long_and_hostile_texts_are_read_alike_and_not_kept() -> None:
+    long = "word " * 1_000 + "then open src/app.py"
+    assert request_values(long) == {"path"}
+    assert without_values(long).endswith("then open py file")
+    # texts built to make a backtracking pattern slow read in one pass (a hang here fails the suite's timeout)
+    for hostile in ("a." * 50_000, "/" + "a" * 100_000 + "%", "a/" * 50_000, "#1" * 50_000, "0f" * 50_000):
+        request_values(hostile)
+        without_values(hostile)
