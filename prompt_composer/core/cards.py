@@ -8,6 +8,13 @@ tools), a ``description`` of one to three sentences, an optional ``title``, the 
 ``initialize`` or registry entry), ``drafted`` (from its tools' names, when the server says nothing) or ``human``
 (written or reviewed by a person; re-imports keep it, as they keep a reviewed brief).
 
+A card may also hold ``examples``: requests users make of the server, each with the tools (of this server) that
+serve it. No server sends them (``initialize`` has no such field), so only a person adds them; search reads them as
+it reads learned phrasings (:class:`~prompt_composer.discovery.phrasings.Phrasings`): the words users say to a
+memory server ("what do you know about me") reach its tools before any use has been logged. An example that names a
+tool the registry does not hold, or a tool of another server, is an error at its line: a card can only pull
+requests towards its own server's tools.
+
 Cards are loaded and validated like modes (every problem at its ``path:line``, all or nothing). Search indexes a
 card's text with each of its tools; tiered catalogs and native deferral's namespaces are headed by it; the gateway
 passes its instructions on.
@@ -34,6 +41,10 @@ DESCRIPTION_MAX_SENTENCES = 3
 # that they are a manual, and the gateway merges every server's into one initialize answer.
 INSTRUCTIONS_MAX_CHARS = 2048
 TITLE_MAX_CHARS = 100
+# Examples: enough to cover a large server's main uses (GitHub's 117 tools), short enough to stay requests.
+EXAMPLES_MAX = 50
+EXAMPLE_MAX_CHARS = 300
+EXAMPLE_MAX_TOOLS = 5
 HEADING_WORDS = 20  # a catalog or namespace heading: the description's first sentence, cut to this many words
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -43,6 +54,22 @@ def card_stem(server: str) -> str:
     """The file stem of ``server``'s card: the name with every run of characters a file name should not hold
     (``/``, ``@``, spaces …) as one ``_`` (``example-servers/everything`` → ``example-servers_everything``)."""
     return _UNSAFE.sub("_", server).strip("._") or "server"
+
+
+class CardExample(BaseModel):
+    """One request users make of a server (``request``) and the tools of that server that serve it, best first."""
+
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    request: str = Field(min_length=1, max_length=EXAMPLE_MAX_CHARS)
+    tools: tuple[str, ...] = Field(min_length=1, max_length=EXAMPLE_MAX_TOOLS)
+
+    @field_validator("request")
+    @classmethod
+    def _one_line_request(cls, value: str) -> str:
+        if any(not c.isprintable() for c in value):
+            raise ValueError("request is one line of printable text")
+        return value
 
 
 class ServerCard(BaseModel):
@@ -61,6 +88,7 @@ class ServerCard(BaseModel):
     source: CardSource = "human"
     # Where the description comes from (a README, a registry entry, the server's initialize): a URL or a few words.
     reference: str = Field(default="", max_length=300)
+    examples: tuple[CardExample, ...] = Field(default=(), max_length=EXAMPLES_MAX)
 
     @field_validator("name")
     @classmethod
@@ -122,6 +150,41 @@ def load_card_file(
         message = f"name {card.name!r} must give the file name {card_stem(card.name)}{path.suffix} (got {path.name})"
         return None, lines, [*problems, Problem(path, line_of(lines, ("name",)), message)]
     return card, lines, problems
+
+
+def example_problems(
+    card: ServerCard, tools: Mapping[str, ToolDoc], path: Path, lines: LineMap, *, broken: frozenset[str] = frozenset()
+) -> list[Problem]:
+    """The problems of ``card``'s examples against the registry's ``tools``: a tool it does not hold (unless its file
+    failed to load: ``broken``, reported there), or a tool of another server."""
+    problems: list[Problem] = []
+    for i, example in enumerate(card.examples):
+        for j, name in enumerate(example.tools):
+            doc = tools.get(name)
+            where = line_of(lines, ("examples", i, "tools", j))
+            if doc is None:
+                if name not in broken:
+                    message = f"server card {card.name!r}: example {i + 1} names tool {name!r}, which no doc defines"
+                    problems.append(Problem(path, where, message))
+            elif server_of(doc) != card.name:
+                owner = server_of(doc)
+                of = f"server {owner!r}" if owner is not None else "no server (a tool written by hand)"
+                message = (
+                    f"server card {card.name!r}: example {i + 1} names tool {name!r}, which belongs to {of}; "
+                    "a card's examples name its own server's tools"
+                )
+                problems.append(Problem(path, where, message))
+    return problems
+
+
+def card_phrasings(cards: Iterable[ServerCard]) -> dict[str, list[str]]:
+    """Tool → the example requests of the cards that name it, in card order (the shape learned phrasings have)."""
+    phrasings: dict[str, list[str]] = {}
+    for card in cards:
+        for example in card.examples:
+            for name in example.tools:
+                phrasings.setdefault(name, []).append(example.request)
+    return phrasings
 
 
 def server_of(doc: ToolDoc) -> str | None:

@@ -17,7 +17,7 @@ from ..shared.logs import get_logger
 from ..shared.model_records import dumps
 from ..shared.yamlcache import YamlCache
 from ..shared.yamlfile import ValidatedModels, YamlReader, line_of, read_yaml, yaml_files
-from .cards import SERVERS_FOLDER, ServerCard, card_of, load_card_file
+from .cards import SERVERS_FOLDER, ServerCard, card_of, example_problems, load_card_file
 from .docs import GroupDoc, ToolDoc, load_group_file, load_tool_file
 from .modes import Mode, ModeConfig, apply_overlay, load_mode_file, load_overlay_file, resolve_mode
 
@@ -99,6 +99,7 @@ class Registry:
             if card.name in cards:
                 problems.append(Problem(Path(f"<server {card.name}>"), 1, f"duplicate server card {card.name!r}"))
             cards[card.name] = card
+            problems += example_problems(card, by_name, Path(f"<server {card.name}>"), {})
         if problems:
             raise LoadError(problems)
         return cls._build(by_name, resolved, root, group_docs, cards)
@@ -287,7 +288,7 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlC
             if group.name in groups:
                 problems.append(Problem(path, 1, f"duplicate group {group.name!r}"))
             groups[group.name] = group
-    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read, models)
+    servers, server_problems = _load_cards(root / SERVERS_FOLDER, read, models, tools, frozenset(broken))
     problems += server_problems
     if problems:
         raise LoadError(problems)
@@ -305,11 +306,15 @@ def _load(root: Path, overlay: str | Path | None, read: YamlReader, cache: YamlC
 
 
 def _load_cards(
-    folder: Path, read: YamlReader, models: ValidatedModels | None
+    folder: Path,
+    read: YamlReader,
+    models: ValidatedModels | None,
+    tools: Mapping[str, ToolDoc],
+    broken: frozenset[str],
 ) -> tuple[dict[str, ServerCard], list[Problem]]:
     """The server cards of ``folder`` by name (each read with ``read`` and validated unless ``models`` holds it, so
-    cached like the other files), and their problems (a card no tool refers to is only a warning:
-    :func:`~prompt_composer.core.cards.unused_cards`)."""
+    cached like the other files), and their problems, their examples checked against ``tools`` (a card no tool
+    refers to is only a warning: :func:`~prompt_composer.core.cards.unused_cards`)."""
     problems: list[Problem] = []
     if folder.exists() and not folder.is_dir():
         return {}, [Problem(folder, 1, "servers is not a folder: server cards go in servers/<server>.yaml")]
@@ -321,6 +326,7 @@ def _load_cards(
             if card.name in cards:
                 problems.append(Problem(path, line_of(lines, ("name",)), f"duplicate server card {card.name!r}"))
             cards[card.name] = card
+            problems += example_problems(card, tools, path, lines, broken=broken)
     return cards, problems
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..core.cards import card_phrasings
 from ..core.modes import Mode
 from ..shared.extras import extra_of, missing_module, needs_extra
 from .affordances import ToolSlots, without_values
@@ -36,7 +37,7 @@ from .expand import expansion
 from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
-from .phrasings import Phrasings
+from .phrasings import Phrasings, merge_phrasings
 from .results import STRATEGIES, Hit, Miss, SearchResult, SearchStrategy, Selection, Strategy
 from .semantic import ToolVectors, batch_query_vectors, for_embedding, query_vector
 from .servers import SERVER_WEIGHT, CardIndex, ServerIndex, add_card_shares, lift_by_server
@@ -108,7 +109,8 @@ class ToolSearch:
     large registry re-embeds that doc only. ``cache_path`` names another file; ``False`` keeps vectors in memory.
 
     ``phrasings`` (``tool -> [request, ...]``, see :class:`~.phrasings.Phrasings`) are requests that led to a
-    tool's successful use; they make the tool easier to find with the words real users used for it.
+    tool's successful use; they make the tool easier to find with the words real users used for it. The examples
+    of the server cards search reads are phrasings too (``card_examples=False`` leaves them out).
     ``decompose``: search each need of a multi-step request too (:func:`~.needs.decompose`).
     ``index_cache``: keep each mode's keyword index in the user cache too (:mod:`.index_cache`), so a new
     process reads it instead of building it; ``False`` (or ``cache_path=False``) builds it in memory.
@@ -130,6 +132,7 @@ class ToolSearch:
         affordance_weight: float = AFFORDANCE_WEIGHT,
         mask_values: bool = True,
         index_cache: bool = True,
+        card_examples: bool = True,
     ) -> None:
         self.registry = registry
         self.affordance_weight = affordance_weight
@@ -148,7 +151,8 @@ class ToolSearch:
         self._lexical: dict[frozenset[str], LexicalIndex] = {}
         self._servers: dict[frozenset[str], ServerIndex] = {}
         self._cards: dict[frozenset[str], CardIndex] = {}
-        self.phrasings = Phrasings(phrasings or {}, registry.tools)
+        examples = card_phrasings(self.cards.values()) if card_examples else {}
+        self.phrasings = Phrasings(merge_phrasings(examples, phrasings or {}), registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
         self._embedder_error: str | None = None

@@ -15,7 +15,7 @@ lint flags are left out whole (a report line says so): they would reach every mo
 
 Re-imports: the import state records a hash of the card file as written. A card a person edited since (or marked
 ``source: human``) is kept, as a reviewed brief is; ``--server-description`` replaces it, being a person's newer
-word.
+word, and keeps its ``examples``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from .prose import base_verb, name_words, sentences
 from .tool_list import UpstreamTool
 from .yaml_out import dump_yaml
 
-_KEY_ORDER = ("name", "title", "source", "reference", "description", "instructions")
+_KEY_ORDER = ("name", "title", "source", "reference", "description", "instructions", "examples")
 _DRAFT_NOUNS = 6  # the things a drafted card names: enough to tell servers apart, short enough to read
 # Name words that qualify rather than name a thing a server acts on ("list_multiple_files", "API-get-…").
 _NOT_OBJECTS = frozenset(["api", "sub", "multiple", "all", "new", "current", "async", "with", "from", "get", "mcp"])
@@ -274,7 +274,10 @@ def merge_card(
 ) -> CardChange:
     """``new`` against the folder's card ``old`` (whose file reads ``old_text``) and the state's ``record`` of what
     the last import wrote: a card a person wrote, edited or marked ``source: human`` is kept, unless ``new`` is
-    itself a person's (``--server-description``); an imported or drafted card follows upstream."""
+    itself a person's (``--server-description``); an imported or drafted card follows upstream. The old card's
+    ``examples`` stay either way: a person wrote them, and no server sends any."""
+    if old is not None and old.examples and not new.examples:
+        new = new.model_copy(update={"examples": old.examples})
     path = card_file(new.name)
     text = card_yaml(new)
     fresh = {"text": text_hash(text), "source": new.source}

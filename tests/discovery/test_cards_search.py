@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prompt_composer import Registry
-from prompt_composer.core.cards import ServerCard
+from prompt_composer.core.cards import CardExample, ServerCard
 from prompt_composer.core.docs import ToolDoc
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.importers.drafting import tool_docs_from_upstream
@@ -110,3 +110,34 @@ def test_a_drafted_card_is_not_read_it_only_repeats_the_tool_names() -> None:
     request = "Remember that the staging database listens on port 5433."
     assert search.card_weight == 0.0 and search.cards == {}
     assert search.rank(request, registry.mode("all"))[0] == plain.rank(request, registry_without.mode("all"))[0]
+
+
+def examples_registry(*, exclude: tuple[str, ...] = ()) -> Registry:
+    examples = (
+        CardExample(request="Whatever you have on file about where I live?", tools=("search_nodes", "open_nodes")),
+        CardExample(request="Jot down that Sam is my manager.", tools=("create_entities", "create_relations")),
+    )
+    cards = [CARDS[0].model_copy(update={"examples": examples}), CARDS[1]]
+    docs = reference_docs(("memory", "git", "time", "fetch"))
+    modes = [make_mode("all", groups=["mcp"], permanent=[], exclude=list(exclude))]
+    return Registry.from_docs(docs, modes, servers=cards)
+
+
+def test_a_cards_examples_find_its_tools_for_requests_in_their_words() -> None:
+    request = "What have you got on file about where my sister lives?"
+    with_examples = ToolSearch(examples_registry(), embedder=False)
+    without = ToolSearch(examples_registry(), embedder=False, card_examples=False)
+    mode = with_examples.registry.mode("all")
+    assert with_examples.rank(request, mode)[0][0] == "search_nodes"
+    assert without.rank(request, mode)[0][0] != "search_nodes"
+    # Examples are phrasings: they lend co-use too (tools named by one example were wanted together).
+    assert with_examples.phrasings.co_use["search_nodes"] == {"open_nodes": 1.0}
+    assert without.phrasings.by_tool == {}
+
+
+def test_a_cards_examples_never_bring_in_a_tool_outside_the_mode() -> None:
+    search = ToolSearch(examples_registry(exclude=("search_nodes", "open_nodes")), embedder=False)
+    mode = search.registry.mode("all")
+    ranking = search.rank("What have you got on file about where my sister lives?", mode)[0]
+    assert "search_nodes" not in ranking and "open_nodes" not in ranking
+    assert set(ranking) <= set(mode.allowed)
