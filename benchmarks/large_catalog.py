@@ -37,12 +37,14 @@ from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import yaml
+
 from benchmarks.agent_tasks import TaskSet, definition_tokens, static_tokens
 from benchmarks.search_corpora import shared_dir
 from prompt_composer import Composer, ModeConfig, Registry, default_docs_dir, load_registry
 from prompt_composer.agent.bench import check_tasks, load_tasks
 from prompt_composer.core.audit import mode_audit, tool_audit
-from prompt_composer.core.cards import ServerCard
+from prompt_composer.core.cards import CardExample, ServerCard
 from prompt_composer.importers import import_json
 from prompt_composer.importers.yaml_out import dump_yaml
 
@@ -64,6 +66,9 @@ __all__ = [
 HERE = Path(__file__).resolve().parent
 LARGE_DIR = HERE / "agent" / "large"
 LARGE_TASKS = LARGE_DIR / "tasks.jsonl"
+# What users ask each server, written from its README by someone who read none of the task files (see its header):
+# the cards' ``examples``.
+CARD_EXAMPLES = LARGE_DIR / "card-examples.yaml"
 CORPORA = shared_dir() / "corpora"
 LARGE_MODE = "large"
 RECENT_SIZE = 5
@@ -199,14 +204,29 @@ def _catalog_tools(catalog: Catalog, corpora: Path) -> list[dict[str, Any]]:
     return [{key: entry[key] for key in keys if key in entry} for entry in entries]
 
 
+def card_examples(path: Path = CARD_EXAMPLES) -> dict[str, list[CardExample]]:
+    """Server → its cards' examples, from ``path`` (``{server: {reference, examples: [{request, tools}]}}``)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return {
+        server: [CardExample(request=e["request"], tools=tuple(e["tools"])) for e in entry.get("examples", [])]
+        for server, entry in (data or {}).items()
+    }
+
+
 def build_large(
-    workdir: Path, *, tasks: Path = LARGE_TASKS, corpora: Path = CORPORA, cards: CardsChoice = "readme"
+    workdir: Path,
+    *,
+    tasks: Path = LARGE_TASKS,
+    corpora: Path = CORPORA,
+    cards: CardsChoice = "readme",
+    examples: bool = True,
 ) -> TaskSet:
     """Write the large-catalog set under ``workdir/large/`` (replacing it) and check ``tasks`` against it.
 
     ``docs/`` is a copy of the shipped docs with the five catalogs imported and ``modes/large.yaml`` added; each
     server's card is its README's words (:data:`CARDS`), or with ``cards`` the one the importer drafts from the tool
-    names (``drafted``), or none at all (``none``, the catalog before issue 38);
+    names (``drafted``), or none at all (``none``, the catalog before issue 38); a README card holds the examples of
+    :data:`CARD_EXAMPLES` unless ``examples`` is false;
     ``sources/`` holds the tool lists as imported (one JSON file a server). Deterministic: the same corpora give
     the same files. Raises :class:`~prompt_composer.InputFileError` when a task expects a tool the mode does not
     allow (unknown, misspelt or quarantined), and ``RuntimeError`` when a corpus file is missing.
@@ -220,10 +240,20 @@ def build_large(
     docs, sources = out / "docs", out / "sources"
     shutil.copytree(default_docs_dir(), docs, ignore=shutil.ignore_patterns(".*", "__pycache__"))
     sources.mkdir()
+    given = card_examples() if examples else {}
     for catalog in CATALOGS:
         source = sources / f"{catalog.server}.json"
         source.write_text(json.dumps(_catalog_tools(catalog, corpora), indent=1, ensure_ascii=False) + "\n")
-        card = ServerCard(name=catalog.server, source="human", **CARDS[catalog.server]) if cards == "readme" else None
+        card = (
+            ServerCard(
+                name=catalog.server,
+                source="human",
+                examples=tuple(given.get(catalog.server, ())),
+                **CARDS[catalog.server],
+            )
+            if cards == "readme"
+            else None
+        )
         import_json(source, docs, server=catalog.server, prefix=catalog.prefix, server_card=card)
     if cards == "none":
         shutil.rmtree(docs / "servers")

@@ -145,6 +145,9 @@ def main() -> int:
         default=AFFORDANCE_WEIGHT,
         help="the lift of a tool that takes the values a request names (a path, a commit, a line, an id)",
     )
+    parser.add_argument(
+        "--no-card-examples", action="store_true", help="search without the cards' example requests (an ablation)"
+    )
     args = parser.parse_args()
     tasks = load_tasks(args.tasks)
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
@@ -158,6 +161,7 @@ def main() -> int:
             card_weight=args.card_weight,
             card_semantic_weight=args.card_semantic_weight,
             affordance_weight=args.affordance_weight,
+            card_examples=not args.no_card_examples,
         )
         config = mode.config.preselect or PreselectConfig()
         if args.shortlist is not None:
