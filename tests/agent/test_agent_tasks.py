@@ -57,6 +57,9 @@ TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "numb
 BLIND_TASKS = LARGE_TASKS.with_name("blind-tasks.jsonl")
 # The second blind split (benchmarks/agent/large/BLIND2.md), written the same way after the first was opened.
 BLIND2_TASKS = LARGE_TASKS.with_name("blind2-tasks.jsonl")
+# The third blind split (benchmarks/agent/large/BLIND3.md), written the same way after the second was opened.
+BLIND3_TASKS = LARGE_TASKS.with_name("blind3-tasks.jsonl")
+BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS]
 
 
 def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
@@ -335,7 +338,7 @@ def test_the_large_build_checks_its_tasks(tmp_path: Path) -> None:
 def test_no_large_task_copies_a_tool_description(large: TaskSet) -> None:
     descriptions = corpus_descriptions()
     assert len(descriptions) >= 300
-    blind = [*read_tasks(replace(large, tasks=BLIND_TASKS)), *read_tasks(replace(large, tasks=BLIND2_TASKS))]
+    blind = [task for path in BLIND_FILES for task in read_tasks(replace(large, tasks=path))]
     for task in [*read_tasks(large), *blind]:
         assert not copied_text(task["task"], descriptions), task["id"]
     # The check finds a copied sentence, and a long run of words, in a task.
@@ -412,7 +415,7 @@ def test_heldout_tasks_lean_on_servers_the_tuning_half_uses_little(large: TaskSe
     assert sum(1 for t in heldout if t.expect[0] not in tune_tools) >= 0.6 * len(heldout)
 
 
-BLIND_SETS = [(BLIND_TASKS, "bl-", "blind"), (BLIND2_TASKS, "b2-", "blind2")]
+BLIND_SETS = [(BLIND_TASKS, "bl-", "blind"), (BLIND2_TASKS, "b2-", "blind2"), (BLIND3_TASKS, "b3-", "blind3")]
 
 
 @pytest.mark.parametrize(("path", "prefix", "split"), BLIND_SETS)
@@ -423,13 +426,13 @@ def test_blind_tasks_load_as_their_own_split(path: Path, prefix: str, split: str
     assert all(t.id.startswith(prefix) for t in tasks), [t.id for t in tasks if not t.id.startswith(prefix)]
     assert {t.split for t in tasks} == {split}
     assert all(t.expect for t in tasks)
-    others = [p for p in (LARGE_TASKS, BLIND_TASKS, BLIND2_TASKS) if p != path]
+    others = [p for p in (LARGE_TASKS, *BLIND_FILES) if p != path]
     assert not {t.id for t in tasks} & {t.id for p in others for t in load_tasks(p)}
 
 
 @needs_large
 @large_group
-@pytest.mark.parametrize("path", [BLIND_TASKS, BLIND2_TASKS])
+@pytest.mark.parametrize("path", BLIND_FILES)
 def test_blind_tasks_name_large_mode_tools(large: TaskSet, path: Path) -> None:
     blind = replace(large, tasks=path)
     registry, tasks = check_set(blind)  # well formed, every expected tool allowed by the large mode, args typed
