@@ -9,11 +9,12 @@ tools), a ``description`` of one to three sentences, an optional ``title``, the 
 (written or reviewed by a person; re-imports keep it, as they keep a reviewed brief).
 
 A card may also hold ``examples``: requests users make of the server, each with the tools (of this server) that
-serve it. No server sends them (``initialize`` has no such field), so only a person adds them; search reads them as
-it reads learned phrasings (:class:`~prompt_composer.discovery.phrasings.Phrasings`): the words users say to a
-memory server ("what do you know about me") reach its tools before any use has been logged. An example that names a
-tool the registry does not hold, or a tool of another server, is an error at its line: a card can only pull
-requests towards its own server's tools.
+serve it, best first. No server sends them (``initialize`` has no such field), so only a person adds them; search
+reads each as a phrasing of its first tool (:func:`card_phrasings`; see
+:class:`~prompt_composer.discovery.phrasings.Phrasings`): the words users say to a memory server ("what do you know
+about me") reach its tools before any use has been logged. An example that names a tool the registry does not
+hold, or a tool of another server, is an error at its line: a card can only pull requests towards its own server's
+tools.
 
 Cards are loaded and validated like modes (every problem at its ``path:line``, all or nothing). Search indexes a
 card's text with each of its tools; tiered catalogs and native deferral's namespaces are headed by it; the gateway
@@ -178,12 +179,15 @@ def example_problems(
 
 
 def card_phrasings(cards: Iterable[ServerCard]) -> dict[str, list[str]]:
-    """Tool → the example requests of the cards that name it, in card order (the shape learned phrasings have)."""
+    """Tool → the example requests it is the first tool of, in card order (the shape learned phrasings have).
+
+    An example speaks for its first tool, the best first call; the tools after it are other right calls, not
+    credited: examples name lookup tools second ("find the page, then …"), and crediting every tool listed lifted
+    those above the tools requests are about (docs/benchmarks.md, "Examples in the cards")."""
     phrasings: dict[str, list[str]] = {}
     for card in cards:
         for example in card.examples:
-            for name in example.tools:
-                phrasings.setdefault(name, []).append(example.request)
+            phrasings.setdefault(example.tools[0], []).append(example.request)
     return phrasings
 
 

@@ -1,6 +1,7 @@
 """Learned phrasings: the requests that led to each tool's successful use, as extra searchable text of that tool
 (:class:`Phrasings`). Loading them from an event log is :mod:`prompt_composer.learn.phrasings`; a server card's
-``examples`` (:func:`~prompt_composer.core.cards.card_phrasings`) are read the same way, before any use is logged.
+``examples`` (:func:`~prompt_composer.core.cards.card_phrasings`) are read the same way, before any use is logged,
+at weights of their own.
 """
 
 from __future__ import annotations
@@ -12,15 +13,6 @@ from .lexical import LexicalIndex
 
 # The one lexical field of learned requests: weight 1, the usual BM25 length normalisation.
 _LEARNED: Mapping[str, tuple[float, float]] = {"learned": (1.0, 0.75)}
-
-
-def merge_phrasings(*sources: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
-    """``tool -> [request, ...]`` of every source, in order (a server card's examples, then what use taught)."""
-    merged: dict[str, list[str]] = {}
-    for source in sources:
-        for tool, texts in source.items():
-            merged.setdefault(tool, []).extend(texts)
-    return merged
 
 
 class Phrasings:

@@ -37,7 +37,7 @@ from .expand import expansion
 from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
-from .phrasings import Phrasings, merge_phrasings
+from .phrasings import Phrasings
 from .results import STRATEGIES, Hit, Miss, SearchResult, SearchStrategy, Selection, Strategy
 from .semantic import ToolVectors, batch_query_vectors, for_embedding, query_vector
 from .servers import SERVER_WEIGHT, CardIndex, ServerIndex, add_card_shares, lift_by_server
@@ -70,6 +70,11 @@ FUSION_LEXICAL_WEIGHT = 0.35
 LEARNED_LEXICAL_WEIGHT = 0.3
 LEARNED_SEMANTIC_WEIGHT = 0.8
 LEARNED_COSINE_FLOOR = 0.3
+# A server card's example requests count as phrasings of their first tools, at these weights (same floor): a
+# person's guess at what users say weighs less than what they said. Chosen on the large catalog's development
+# splits (docs/benchmarks.md, "Examples in the cards").
+EXAMPLE_LEXICAL_WEIGHT = 0.15
+EXAMPLE_SEMANTIC_WEIGHT = 0.6
 # A decomposed task scores each tool by the better of the whole text and its best need (discounted a little:
 # a need is a shorter, noisier text than the task).
 NEED_WEIGHT = 0.9
@@ -109,8 +114,9 @@ class ToolSearch:
     large registry re-embeds that doc only. ``cache_path`` names another file; ``False`` keeps vectors in memory.
 
     ``phrasings`` (``tool -> [request, ...]``, see :class:`~.phrasings.Phrasings`) are requests that led to a
-    tool's successful use; they make the tool easier to find with the words real users used for it. The examples
-    of the server cards search reads are phrasings too (``card_examples=False`` leaves them out).
+    tool's successful use; they make the tool easier to find with the words real users used for it. The cards'
+    examples (:func:`~prompt_composer.core.cards.card_phrasings`) count too, at lower weights (``card_examples=False``:
+    not at all).
     ``decompose``: search each need of a multi-step request too (:func:`~.needs.decompose`).
     ``index_cache``: keep each mode's keyword index in the user cache too (:mod:`.index_cache`), so a new
     process reads it instead of building it; ``False`` (or ``cache_path=False``) builds it in memory.
@@ -151,8 +157,8 @@ class ToolSearch:
         self._lexical: dict[frozenset[str], LexicalIndex] = {}
         self._servers: dict[frozenset[str], ServerIndex] = {}
         self._cards: dict[frozenset[str], CardIndex] = {}
-        examples = card_phrasings(self.cards.values()) if card_examples else {}
-        self.phrasings = Phrasings(merge_phrasings(examples, phrasings or {}), registry.tools)
+        self.phrasings = Phrasings(phrasings or {}, registry.tools)
+        self.examples = Phrasings(card_phrasings(self.cards.values()) if card_examples else {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
         self._embedder_error: str | None = None
@@ -240,6 +246,7 @@ class ToolSearch:
                     embedder,
                     self.cache_file,
                     cards=self.cards if self.card_semantic_weight > 0 else None,
+                    examples=self.examples or None,
                 )
             return self._vectors
 
@@ -329,15 +336,17 @@ class ToolSearch:
     def _add_learned_lexical(
         self, terms: Counter[str], allows: Callable[[str], bool], scores: dict[str, float], evidence: dict[str, float]
     ) -> None:
-        learned = self.phrasings.index
-        if learned is not None:
+        for phrasings, weight in ((self.phrasings, LEARNED_LEXICAL_WEIGHT), (self.examples, EXAMPLE_LEXICAL_WEIGHT)):
+            learned = phrasings.index
+            if learned is None:
+                continue
             hits = learned.rank(terms, allows)
             if hits:
-                # The words real users used for a tool are as telling as its brief.
+                # The words users use for a tool are as telling as its brief.
                 learned_cover = learned.coverage(terms, hits[0][0])
                 evidence["cover"] = max(evidence["cover"], learned_cover)
                 evidence["cover_all"] = max(evidence["cover_all"], learned_cover)
-                share = LEARNED_LEXICAL_WEIGHT / hits[0][1]
+                share = weight / hits[0][1]
                 for name, score in hits:
                     scores[name] = scores.get(name, 0.0) + score * share
 
@@ -377,22 +386,20 @@ class ToolSearch:
             name = names[i]
             scores[name] = scores.get(name, 0.0) + float(scaled[i])
             similarity[name] = max(similarity.get(name, 0.0), float(sims[i]))
-        if vectors.cards is not None and top_z > 0:
-            # The query's closeness to each tool's server card, z-scored over the mode's tools that have one, adds
-            # to the score on the same scale as the tool's own; the tool's similarity (the floor, the relevance band,
-            # the miss model) stays its own.
-            carded = mask & vectors.carded
-            card_sims = (vectors.cards @ q).astype(np.float64)
-            spread = float(card_sims[carded].std()) if carded.any() else 0.0
-            if spread > 0:
-                card_z = (card_sims - card_sims[carded].mean()) / spread
-                for i in np.flatnonzero(carded):
-                    scores[names[i]] += self.card_semantic_weight * float(card_z[i]) * weight / top_z
-        nearest = vectors.nearest_learned(q)  # the nearest past request of each tool
-        if nearest is not None:
-            lift = np.clip((nearest - LEARNED_COSINE_FLOOR) / (1.0 - LEARNED_COSINE_FLOOR), 0.0, None)
-            for i in np.flatnonzero((lift > 0) & mask):
-                scores[names[i]] = scores.get(names[i], 0.0) + LEARNED_SEMANTIC_WEIGHT * float(lift[i])
+        card_z = vectors.card_z(q, mask) if top_z > 0 else None
+        if card_z is not None:
+            # On the same scale as the tool's own; the tool's similarity (the floor, the relevance band, the miss
+            # model) stays its own.
+            for i in np.flatnonzero(mask & vectors.carded):
+                scores[names[i]] += self.card_semantic_weight * float(card_z[i]) * weight / top_z
+        for phrases, phrase_weight in (
+            (vectors.learned, LEARNED_SEMANTIC_WEIGHT),
+            (vectors.examples, EXAMPLE_SEMANTIC_WEIGHT),
+        ):
+            if phrases is not None:  # each tool's nearest past (or example) request
+                lift = phrases.lift(q, LEARNED_COSINE_FLOOR)
+                for i in np.flatnonzero((lift > 0) & mask):
+                    scores[names[i]] = scores.get(names[i], 0.0) + phrase_weight * float(lift[i])
 
     # -- search -----------------------------------------------------------------------------------
 

@@ -125,8 +125,8 @@ class ToolVectors:
       :func:`semantic_texts`, not re-normalised: its dot product with a query is the query's mean cosine over
       those short texts (the encoder reads short texts better than one long one, and a tool whose texts agree
       scores higher than one whose texts scatter).
-    - ``phrases`` and ``phrase_pairs``: one row per distinct learned request, and (request rows, tool positions):
-      who used each request; ``None`` without learned phrasings.
+    - ``learned``: the learned requests' vectors and who used each (:class:`PhraseVectors`); ``None`` without
+      learned phrasings. ``examples``: the same of the server cards' example requests (``examples``).
     - ``small_talk``: the vectors of :data:`_SMALL_TALK`, a mode's baseline cosine.
 
     - ``cards``: per tool, the vector of its server's card text (``cards``; one per server, embedded once), zero
@@ -142,6 +142,7 @@ class ToolVectors:
         cache_file: Path | None,
         *,
         cards: Mapping[str, ServerCard] | None = None,
+        examples: Phrasings | None = None,
     ) -> None:
         import numpy as np
 
@@ -150,9 +151,11 @@ class ToolVectors:
         cache = EmbeddingCache(embedder, cache_file)
         keys, keyed = _tool_texts(tools)
         learned = {f"learned/{i}": for_embedding(text) for i, text in enumerate(phrasings.texts)}
+        given = examples.texts if examples is not None else ()
+        example_texts = {f"example/{i}": for_embedding(text) for i, text in enumerate(given)}
         owners = {name: card_of(doc, cards) for name, doc in tools.items()} if cards else {}
         card_texts = {f"card/{card.name}": card.search_text for card in owners.values() if card is not None}
-        vectors = cache.embed({**keyed, **learned, **card_texts})
+        vectors = cache.embed({**keyed, **learned, **example_texts, **card_texts})
         self.small_talk: Any = np.stack(cache.embed_queries(_SMALL_TALK)).astype(np.float32)
         try:
             cache.save()
@@ -162,17 +165,11 @@ class ToolVectors:
             matrix = np.stack([np.mean([np.asarray(vectors[k]) for k in tool], axis=0) for tool in keys])
         else:
             matrix = np.zeros((0, 1), dtype=np.float32)
-        self.phrases: Any = None
-        self.phrase_pairs: Any = None
-        if learned:
-            self.phrases = np.stack([np.asarray(vectors[k]) for k in learned]).astype(np.float32)
-            position = {name: i for i, name in enumerate(tools)}
-            owned = enumerate(phrasings.owners)
-            pairs = [(row, position[o]) for row, owners in owned for o in owners]
-            self.phrase_pairs = (
-                np.array([r for r, _t in pairs], dtype=np.int64),
-                np.array([t for _r, t in pairs], dtype=np.int64),
-            )
+        position = {name: i for i, name in enumerate(tools)}
+        self.learned = PhraseVectors.build(learned, phrasings.owners, vectors, position)
+        self.examples = (
+            PhraseVectors.build(example_texts, examples.owners, vectors, position) if examples is not None else None
+        )
         self.tools: Any = matrix.astype(np.float32)
         self.cards: Any = None
         self.carded: Any = None
@@ -185,6 +182,16 @@ class ToolVectors:
             self.carded = np.array([c is not None for c in rows], dtype=bool)
         self._lines: dict[bytes, float] = {}  # allowed-tool mask -> small-talk line
 
+    def card_z(self, q: Any, mask: Any) -> Any:
+        """Per tool, the query's closeness to its server's card, z-scored over the tools in ``mask`` that have
+        one; ``None`` without cards, or when those cards are all alike to ``q``."""
+        if self.cards is None:
+            return None
+        carded = mask & self.carded
+        sims = (self.cards @ q).astype("float64")
+        spread = float(sims[carded].std()) if carded.any() else 0.0
+        return (sims - sims[carded].mean()) / spread if spread > 0 else None
+
     def small_talk_line(self, mask: Any) -> float:
         """The mean top cosine that :data:`_SMALL_TALK` reaches over the tools in ``mask`` (cached per set)."""
         key = mask.tobytes()
@@ -195,17 +202,46 @@ class ToolVectors:
             self._lines[key] = line
         return line
 
-    def nearest_learned(self, q: Any) -> Any:
-        """Per tool, the cosine of its nearest past request with ``q`` (-1 for a tool without one); ``None``
-        without learned phrasings."""
+
+class PhraseVectors:
+    """Requests that speak for tools (learned phrasings, a card's examples): one row per distinct request, and
+    (request rows, tool positions) pairs saying which tools each one speaks for."""
+
+    def __init__(self, rows: Any, pairs: tuple[Any, Any], tools: int) -> None:
+        self.rows = rows
+        self.pairs = pairs
+        self.tools = tools
+
+    @classmethod
+    def build(
+        cls,
+        keys: Mapping[str, str],
+        owners: Sequence[Sequence[str]],
+        vectors: Mapping[str, Any],
+        position: Mapping[str, int],
+    ) -> PhraseVectors | None:
+        """From the embedded ``keys`` (in the order of ``owners``: each request's tools); ``None`` without any."""
         import numpy as np
 
-        if self.phrases is None:
+        if not keys:
             return None
-        pair_rows, pair_tools = self.phrase_pairs
-        nearest = np.full(len(self.tools), -1.0)
-        np.maximum.at(nearest, pair_tools, (self.phrases @ q)[pair_rows].astype(np.float64))
-        return nearest
+        rows = np.stack([np.asarray(vectors[k]) for k in keys]).astype(np.float32)
+        pairs = [(row, position[o]) for row, names in enumerate(owners) for o in names]
+        return cls(
+            rows,
+            (np.array([r for r, _t in pairs], dtype=np.int64), np.array([t for _r, t in pairs], dtype=np.int64)),
+            len(position),
+        )
+
+    def lift(self, q: Any, floor: float) -> Any:
+        """Per tool, how close ``q`` comes to its nearest request: the cosine above ``floor``, rescaled to 0..1
+        (0 for a tool without one)."""
+        import numpy as np
+
+        pair_rows, pair_tools = self.pairs
+        nearest = np.full(self.tools, -1.0)
+        np.maximum.at(nearest, pair_tools, (self.rows @ q)[pair_rows].astype(np.float64))
+        return np.clip((nearest - floor) / (1.0 - floor), 0.0, None)
 
 
 def _tool_texts(tools: Mapping[str, ToolDoc]) -> tuple[list[list[str]], dict[str, str]]:

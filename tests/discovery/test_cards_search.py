@@ -130,9 +130,12 @@ def test_a_cards_examples_find_its_tools_for_requests_in_their_words() -> None:
     mode = with_examples.registry.mode("all")
     assert with_examples.rank(request, mode)[0][0] == "search_nodes"
     assert without.rank(request, mode)[0][0] != "search_nodes"
-    # Examples are phrasings: they lend co-use too (tools named by one example were wanted together).
-    assert with_examples.phrasings.co_use["search_nodes"] == {"open_nodes": 1.0}
-    assert without.phrasings.by_tool == {}
+    # Examples are phrasings of their first tool, kept apart from what use taught (they weigh less).
+    assert with_examples.examples.by_tool == {
+        "search_nodes": ("Whatever you have on file about where I live?",),
+        "create_entities": ("Jot down that Sam is my manager.",),
+    }
+    assert with_examples.phrasings.by_tool == {} and without.examples.by_tool == {}
 
 
 def test_a_cards_examples_never_bring_in_a_tool_outside_the_mode() -> None:
