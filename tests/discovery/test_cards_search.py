@@ -144,3 +144,17 @@ def test_a_cards_examples_never_bring_in_a_tool_outside_the_mode() -> None:
     ranking = search.rank("What have you got on file about where my sister lives?", mode)[0]
     assert "search_nodes" not in ranking and "open_nodes" not in ranking
     assert set(ranking) <= set(mode.allowed)
+
+
+def test_hybrid_search_reads_a_cards_examples_by_meaning() -> None:
+    with_examples = ToolSearch(examples_registry(), cache_path=False)
+    if not with_examples.semantic_available:
+        pytest.skip("the embedding extra is not installed")
+    without = ToolSearch(examples_registry(), cache_path=False, card_examples=False)
+    request = "What do you have stored about my home address?"
+
+    def rank(search: ToolSearch) -> int:
+        return search.rank(request, search.registry.mode("all"), "hybrid")[0].index("search_nodes") + 1
+
+    assert rank(with_examples) < rank(without)
+    assert rank(with_examples) == 1
