@@ -114,9 +114,8 @@ class ToolSearch:
     large registry re-embeds that doc only. ``cache_path`` names another file; ``False`` keeps vectors in memory.
 
     ``phrasings`` (``tool -> [request, ...]``, see :class:`~.phrasings.Phrasings`) are requests that led to a
-    tool's successful use; they make the tool easier to find with the words real users used for it. The cards'
-    examples (:func:`~prompt_composer.core.cards.card_phrasings`) count too, at lower weights (``card_examples=False``:
-    not at all).
+    tool's successful use; they make the tool easier to find with the words real users used for it. So do the cards'
+    examples (:func:`~prompt_composer.core.cards.card_phrasings`), at lower weights (``card_examples=False``: off).
     ``decompose``: search each need of a multi-step request too (:func:`~.needs.decompose`).
     ``index_cache``: keep each mode's keyword index in the user cache too (:mod:`.index_cache`), so a new
     process reads it instead of building it; ``False`` (or ``cache_path=False``) builds it in memory.
@@ -158,7 +157,8 @@ class ToolSearch:
         self._servers: dict[frozenset[str], ServerIndex] = {}
         self._cards: dict[frozenset[str], CardIndex] = {}
         self.phrasings = Phrasings(phrasings or {}, registry.tools)
-        self.examples = Phrasings(card_phrasings(self.cards.values()) if card_examples else {}, registry.tools)
+        # A card's examples are a person's words, even in a drafted card (whose description search leaves out).
+        self.examples = Phrasings(card_phrasings(registry.servers.values()) if card_examples else {}, registry.tools)
         self._embedder: Embedder | None = embedder or None
         self._embedder_disabled = embedder is False
         self._embedder_error: str | None = None

@@ -159,3 +159,18 @@ def test_semantic_search_reads_a_cards_examples_by_meaning() -> None:
     # The example's first tool rises by its closeness to the request, by meaning alone.
     assert rank(with_examples) < rank(without)
     assert "open_nodes" not in with_examples.examples.by_tool  # listed second: not credited
+
+
+def test_a_drafted_cards_examples_are_read_though_its_description_is_not() -> None:
+    drafted = [card.model_copy(update={"source": "drafted"}) for card in examples_registry().servers.values()]
+    registry = Registry.from_docs(
+        reference_docs(("memory", "git", "time", "fetch")),
+        [make_mode("all", groups=["mcp"], permanent=[])],
+        servers=drafted,
+    )
+    search = ToolSearch(registry, embedder=False)
+    assert search.cards == {}
+    assert set(search.examples.by_tool) == {"search_nodes", "create_entities"}
+    assert search.rank("What have you got on file about where my sister lives?", registry.mode("all"))[0][0] == (
+        "search_nodes"
+    )
