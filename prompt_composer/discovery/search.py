@@ -24,7 +24,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +34,7 @@ from ..shared.extras import extra_of, missing_module, needs_extra
 from .affordances import ToolSlots, without_values
 from .calibration import MISS_CONFIDENCE, match_probability
 from .expand import expansion
+from .fusion import Ranked, Scored, merge_needs, relevant_count
 from .index_cache import kept_index
 from .lexical import DEFAULT_FIELD_WEIGHTS, LexicalIndex, doc_fields
 from .needs import decompose
@@ -75,31 +76,9 @@ LEARNED_COSINE_FLOOR = 0.3
 # splits (docs/benchmarks.md, "Examples in the cards").
 EXAMPLE_LEXICAL_WEIGHT = 0.15
 EXAMPLE_SEMANTIC_WEIGHT = 0.6
-# A decomposed task scores each tool by the better of the whole text and its best need (discounted a little:
-# a need is a shorter, noisier text than the task).
-NEED_WEIGHT = 0.9
 # Co-use: the CO_USE_TOP best tools lend CO_USE_WEIGHT × their score × P(b used | a used) to each tool b.
 CO_USE_WEIGHT = 0.2
 CO_USE_TOP = 5
-# What counts as a match, so that a long tail of weak matches is neither shown nor counted (see _relevant_count).
-KEYWORD_RELATIVE = 0.3
-SEMANTIC_BAND = 0.1
-# A hit whose similarity (coverage or cosine) falls below this does not count as a match of a hybrid or semantic
-# search, however close to the top one it is.
-RELEVANT_SIMILARITY = 0.34
-
-
-_Ranked = list[tuple[str, float, float]]  # (name, score, similarity), best first
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """One text's scores over the allowed tools, and the evidence that it matches anything."""
-
-    scores: dict[str, float]
-    similarity: dict[str, float]
-    evidence: dict[str, float]
-    terms: Counter[str]  # the text's lexical terms
 
 
 class ToolSearch:
@@ -299,7 +278,7 @@ class ToolSearch:
         allows: Callable[[str], bool],
         lexical: LexicalIndex,
         vector: Any = None,
-    ) -> _Scored:
+    ) -> Scored:
         """Scores (about 0..1, the best plain match near 1) and 0..1 similarities of the allowed tools for one
         text, plus the evidence the miss model reads; ``lexical``: the mode's index."""
         terms = lexical.query_terms(text)
@@ -311,7 +290,7 @@ class ToolSearch:
             self._add_learned_lexical(terms, allows, scores, evidence)
         if used != "keyword":
             self._add_semantic(text, used, allows, scores, similarity, evidence, vector)
-        return _Scored(scores, similarity, evidence, terms)
+        return Scored(scores, similarity, evidence, terms)
 
     def _add_lexical(
         self,
@@ -438,7 +417,7 @@ class ToolSearch:
 
     def _search(
         self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None, strict: bool = False
-    ) -> tuple[SearchResult, _Ranked]:
+    ) -> tuple[SearchResult, Ranked]:
         """Rank; if the embedder fails at query time, fall back to keyword with a warning (``strict``: raise)."""
         try:
             return self._search_once(query, mode, strategy, limit=limit)
@@ -452,7 +431,7 @@ class ToolSearch:
 
     def _search_once(
         self, query: str, mode: Mode, strategy: SearchStrategy | None, *, limit: int | None
-    ) -> tuple[SearchResult, _Ranked]:
+    ) -> tuple[SearchResult, Ranked]:
         allows = mode.allows
         warnings: list[str] = []
         used: SearchStrategy = strategy or self.default_strategy()
@@ -474,7 +453,7 @@ class ToolSearch:
         if self.affordance_weight > 0:
             scale = 1.0 if used == "keyword" else FUSION_LEXICAL_WEIGHT
             self._slots.lift(raw, [text.scores for text in texts], allows, self.affordance_weight * scale)
-        scores, similarity = _merge_needs(texts[0], texts[1:])
+        scores, similarity = merge_needs(texts[0], texts[1:])
         terms = texts[0].terms
         if self.card_weight > 0 and terms:
             cards = self.cards_for(mode)
@@ -497,7 +476,7 @@ class ToolSearch:
             return result, ranked
         # "Matches" are the tools that score near the best one; the long tail of one-common-word matches (or,
         # for embeddings, of every tool) is noise, neither shown nor counted. ``limit=None`` keeps everything.
-        total = _relevant_count(ranked, [s.similarity for s in texts], keyword=used == "keyword")
+        total = relevant_count(ranked, [s.similarity for s in texts], keyword=used == "keyword")
         shown = ranked if limit is None else ranked[: min(limit, total)]
         tools = self.registry.tools
         hits = tuple(
@@ -598,38 +577,6 @@ class ToolSearch:
         if max_results is not None and total > max_results:
             reason += f"; the best {max_results} kept, {total - max_results} dropped"
         return Selection(tools, used, reason, total + len(set(mode.permanent) - set(above)), tuple(warnings))
-
-
-def _merge_needs(whole: _Scored, parts: Sequence[_Scored]) -> tuple[dict[str, float], dict[str, float]]:
-    """Scores and similarities of a request's tools: per tool, the better of the whole request and its best need
-    (a need's score discounted by :data:`NEED_WEIGHT`)."""
-    scores = dict(whole.scores)
-    similarity = dict(whole.similarity)
-    for part in parts:
-        for name, score in part.scores.items():
-            if NEED_WEIGHT * score > scores.get(name, float("-inf")):
-                scores[name] = NEED_WEIGHT * score
-        for name, sim in part.similarity.items():
-            similarity[name] = max(similarity.get(name, 0.0), sim)
-    return scores, similarity
-
-
-def _relevant_count(ranked: _Ranked, texts: Sequence[Mapping[str, float]], *, keyword: bool) -> int:
-    """How many of a ranking count as matches. Keyword: scores of at least ``KEYWORD_RELATIVE`` times the top
-    score. Semantic and hybrid: tools whose similarity to some text of the request (the whole request or one of
-    its needs: ``texts`` holds their similarities) is within ``SEMANTIC_BAND`` of that text's best (and at least
-    ``RELEVANT_SIMILARITY``); each need has its own best, so one strong need does not hide the others' tools."""
-    if not ranked:
-        return 0
-    if keyword:
-        floor = ranked[0][1] * KEYWORD_RELATIVE
-        return sum(1 for _n, score, _sim in ranked if score >= floor)
-    relevant: set[str] = set()
-    for sims in texts:
-        if sims:
-            line = max(RELEVANT_SIMILARITY, max(sims.values()) - SEMANTIC_BAND)
-            relevant.update(name for name, sim in sims.items() if sim >= line)
-    return max(1, len(relevant))
 
 
 class LazySearch:
