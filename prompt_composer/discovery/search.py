@@ -375,10 +375,16 @@ class ToolSearch:
             (vectors.learned, LEARNED_SEMANTIC_WEIGHT),
             (vectors.examples, EXAMPLE_SEMANTIC_WEIGHT),
         ):
-            if phrases is not None:  # each tool's nearest past (or example) request
-                lift = phrases.lift(q, LEARNED_COSINE_FLOOR)
-                for i in np.flatnonzero((lift > 0) & mask):
-                    scores[names[i]] = scores.get(names[i], 0.0) + phrase_weight * float(lift[i])
+            if phrases is None:
+                continue
+            nearest = phrases.nearest(q)  # each tool's nearest past (or example) request
+            lift = phrases.lift(nearest, LEARNED_COSINE_FLOOR)
+            for i in np.flatnonzero((lift > 0) & mask):
+                scores[names[i]] = scores.get(names[i], 0.0) + phrase_weight * float(lift[i])
+                if phrases is vectors.examples:
+                    # A request close to an example of the tool matches it as much as the tool's own text would:
+                    # the floor and the relevance band read it (docs/benchmarks.md, "Examples in the cards").
+                    similarity[names[i]] = max(similarity.get(names[i], 0.0), float(nearest[i]))
 
     # -- search -----------------------------------------------------------------------------------
 

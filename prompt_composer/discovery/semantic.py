@@ -233,14 +233,21 @@ class PhraseVectors:
             len(position),
         )
 
-    def lift(self, q: Any, floor: float) -> Any:
-        """Per tool, how close ``q`` comes to its nearest request: the cosine above ``floor``, rescaled to 0..1
-        (0 for a tool without one)."""
+    def nearest(self, q: Any) -> Any:
+        """Per tool, the cosine of ``q`` with its nearest request (-1 for a tool without one)."""
         import numpy as np
 
         pair_rows, pair_tools = self.pairs
         nearest = np.full(self.tools, -1.0)
         np.maximum.at(nearest, pair_tools, (self.rows @ q)[pair_rows].astype(np.float64))
+        return nearest
+
+    @staticmethod
+    def lift(nearest: Any, floor: float) -> Any:
+        """How close a query came to each tool's nearest request (:meth:`nearest`): the cosine above ``floor``,
+        rescaled to 0..1 (0 for a tool without one)."""
+        import numpy as np
+
         return np.clip((nearest - floor) / (1.0 - floor), 0.0, None)
 
 

@@ -13,6 +13,8 @@ import pytest
 from prompt_composer import Registry
 from prompt_composer.core.cards import CardExample, ServerCard
 from prompt_composer.core.docs import ToolDoc
+from prompt_composer.core.modes import PreselectConfig
+from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.importers.drafting import tool_docs_from_upstream
 from prompt_composer.importers.tool_list import parse_tool_list
@@ -174,3 +176,16 @@ def test_a_drafted_cards_examples_are_read_though_its_description_is_not() -> No
     assert search.rank("What have you got on file about where my sister lives?", registry.mode("all"))[0][0] == (
         "search_nodes"
     )
+
+
+def test_a_request_close_to_an_example_matches_its_tool_enough_to_load_it() -> None:
+    with_examples = ToolSearch(examples_registry(), cache_path=False)
+    if not with_examples.semantic_available:
+        pytest.skip("the embedding extra is not installed")
+    without = ToolSearch(examples_registry(), cache_path=False, card_examples=False)
+    mode = with_examples.registry.mode("all")
+    request = "Whatever you've got on file about where my sister lives?"
+    # The tool's own text is too far from the request to pass the floor; the example's closeness is its similarity.
+    assert preselect(without, mode, request, PreselectConfig()).tools == ()
+    found = preselect(with_examples, mode, request, PreselectConfig())
+    assert found.tools == ("search_nodes",) and found.confidences[0] > 0.5
