@@ -59,7 +59,9 @@ BLIND_TASKS = LARGE_TASKS.with_name("blind-tasks.jsonl")
 BLIND2_TASKS = LARGE_TASKS.with_name("blind2-tasks.jsonl")
 # The third blind split (benchmarks/agent/large/BLIND3.md), written the same way after the second was opened.
 BLIND3_TASKS = LARGE_TASKS.with_name("blind3-tasks.jsonl")
-BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS]
+# The fourth blind split (benchmarks/agent/large/BLIND4.md), written the same way as the third.
+BLIND4_TASKS = LARGE_TASKS.with_name("blind4-tasks.jsonl")
+BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS, BLIND4_TASKS]
 
 
 def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
@@ -415,7 +417,12 @@ def test_heldout_tasks_lean_on_servers_the_tuning_half_uses_little(large: TaskSe
     assert sum(1 for t in heldout if t.expect[0] not in tune_tools) >= 0.6 * len(heldout)
 
 
-BLIND_SETS = [(BLIND_TASKS, "bl-", "blind"), (BLIND2_TASKS, "b2-", "blind2"), (BLIND3_TASKS, "b3-", "blind3")]
+BLIND_SETS = [
+    (BLIND_TASKS, "bl-", "blind"),
+    (BLIND2_TASKS, "b2-", "blind2"),
+    (BLIND3_TASKS, "b3-", "blind3"),
+    (BLIND4_TASKS, "b4-", "blind4"),
+]
 
 
 @pytest.mark.parametrize(("path", "prefix", "split"), BLIND_SETS)
