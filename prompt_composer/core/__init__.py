@@ -18,7 +18,7 @@ if TYPE_CHECKING:
         fetch_tool_definition,
         tool_search_definition,
     )
-    from .cards import ServerCard
+    from .cards import CardExample, ServerCard
     from .composer import Composer
     from .docs import GroupDoc, Origin, ToolDoc
     from .fetch import FetchResult, handle_fetch
@@ -39,6 +39,7 @@ __all__ = [
     "POLICIES",
     "TOOL_SEARCH_NAME",
     "AuditReport",
+    "CardExample",
     "ComposedPrompt",
     "Composer",
     "FetchResult",
