@@ -371,9 +371,11 @@ class ToolSearch:
             # model) stays its own.
             for i in np.flatnonzero(mask & vectors.carded):
                 scores[names[i]] += self.card_semantic_weight * float(card_z[i]) * weight / top_z
-        for phrases, phrase_weight in (
-            (vectors.learned, LEARNED_SEMANTIC_WEIGHT),
-            (vectors.examples, EXAMPLE_SEMANTIC_WEIGHT),
+        # A request close to a card's example matches its tool as much as the tool's own text would: the floor and the
+        # relevance band read it (docs/benchmarks.md, "Examples in the cards"). Learned phrasings lift the score only.
+        for phrases, phrase_weight, is_similarity in (
+            (vectors.learned, LEARNED_SEMANTIC_WEIGHT, False),
+            (vectors.examples, EXAMPLE_SEMANTIC_WEIGHT, True),
         ):
             if phrases is None:
                 continue
@@ -381,9 +383,7 @@ class ToolSearch:
             lift = phrases.lift(nearest, LEARNED_COSINE_FLOOR)
             for i in np.flatnonzero((lift > 0) & mask):
                 scores[names[i]] = scores.get(names[i], 0.0) + phrase_weight * float(lift[i])
-                if phrases is vectors.examples:
-                    # A request close to an example of the tool matches it as much as the tool's own text would:
-                    # the floor and the relevance band read it (docs/benchmarks.md, "Examples in the cards").
+                if is_similarity:
                     similarity[names[i]] = max(similarity.get(names[i], 0.0), float(nearest[i]))
 
     # -- search -----------------------------------------------------------------------------------
