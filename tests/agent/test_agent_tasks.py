@@ -61,7 +61,10 @@ BLIND2_TASKS = LARGE_TASKS.with_name("blind2-tasks.jsonl")
 BLIND3_TASKS = LARGE_TASKS.with_name("blind3-tasks.jsonl")
 # The fourth blind split (benchmarks/agent/large/BLIND4.md), written the same way as the third.
 BLIND4_TASKS = LARGE_TASKS.with_name("blind4-tasks.jsonl")
-BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS, BLIND4_TASKS]
+# The fifth blind split (benchmarks/agent/large/BLIND5.md), written the same way, phrased as users talk rather than
+# in the words of the servers' READMEs.
+BLIND5_TASKS = LARGE_TASKS.with_name("blind5-tasks.jsonl")
+BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS, BLIND4_TASKS, BLIND5_TASKS]
 
 
 def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
@@ -422,6 +425,7 @@ BLIND_SETS = [
     (BLIND2_TASKS, "b2-", "blind2"),
     (BLIND3_TASKS, "b3-", "blind3"),
     (BLIND4_TASKS, "b4-", "blind4"),
+    (BLIND5_TASKS, "b5-", "blind5"),
 ]
 
 
