@@ -163,9 +163,11 @@ def main() -> int:
             # every_turn differs from composed only after a FIFO change: the coding set (real tools, real
             # results) shows it; elsewhere it would double the run time for the same first choice. auto_native
             # is for the large set, where native's list of briefs does not fit the context. auto_stubs is asked for
-            # by name (--variants): stubs are for long conversations, which these one-message tasks are not.
-            skips = {"coding": {"auto_native", "auto_stubs"}, "large": {"every_turn", "auto_stubs"}}
-            skip = skips.get(task_set.name, {"every_turn", "auto_native", "auto_stubs"})
+            # by name (--variants): stubs are for long conversations, which these one-message tasks are not;
+            # so is auto_shortlist_stubs, an A/B of one setting against auto.
+            by_name = {"auto_stubs", "auto_shortlist_stubs"}
+            skips = {"coding": {"auto_native", *by_name}, "large": {"every_turn", *by_name}}
+            skip = skips.get(task_set.name, {"every_turn", "auto_native", *by_name})
             default = tuple(v for v in VARIANTS if v not in skip)
             variants = args.variants.split(",") if args.variants else list(default)
             start = time.perf_counter()

@@ -11,11 +11,12 @@ of the search. Reported per split (tasks that expect no tool are left out of the
 - *precision*: loaded tools that are right / loaded tools; *loaded*: tools loaded a task, on average;
 - *MRR*: mean reciprocal rank of the best-ranked right tool;
 - *shortlist tokens*: the shortlist's part of the note (cl100k_base), mean and largest, over every task: what a
-  request carries for it.
+  request carries for it; with ``--shortlist-stubs``, its one line of names plus the stubs declared for it (the
+  shortlisted tools that the ``auto`` variant's tiers leave out of the tool list).
 
 Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
-[--misses] [--cards readme|drafted|none] [--shortlist N] [--card-weight W] [--card-semantic-weight W]
-[--affordance-weight W]``.
+[--misses] [--cards readme|drafted|none] [--shortlist N] [--shortlist-stubs] [--card-weight W]
+[--card-semantic-weight W] [--affordance-weight W]``.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.large_catalog import CARD_CHOICES, LARGE_MODE, LARGE_TASKS, build_large
-from prompt_composer import load_registry
-from prompt_composer.agent.bench import BenchTask, load_tasks
+from prompt_composer import Composer, load_registry
+from prompt_composer.agent.bench import BenchTask, load_tasks, variant_registry
 from prompt_composer.agent.preselection import shortlist_text
 from prompt_composer.core.modes import Mode, PreselectConfig
 from prompt_composer.core.registry import Registry
@@ -88,6 +89,7 @@ def outcome(
     task: BenchTask,
     config: PreselectConfig,
     strategy: SearchStrategy | None,
+    stub_cost: Callable[[str], int | None] | None = None,
 ) -> TaskOutcome:
     found = preselect(search, mode, task.task, config)
     ranking, _result = search.rank(task.task, mode, strategy)
@@ -95,8 +97,10 @@ def outcome(
     covered = bool(right & (set(found.tools) | set(mode.permanent)))
     listed = covered or bool(right & set(found.shortlist))
     rank = next((i + 1 for i, name in enumerate(ranking) if name in right), None)
-    text = shortlist_text(registry, mode, found.shortlist)
+    text = shortlist_text(registry, mode, found.shortlist, declared=stub_cost is not None)
     tokens = default_counter().count(text) if text else 0
+    if stub_cost is not None:
+        tokens += sum(cost for name in found.shortlist if (cost := stub_cost(name)) is not None)
     return TaskOutcome(task, found.tools, found.shortlist, covered, listed, rank, tokens)
 
 
@@ -119,6 +123,19 @@ def measure(outcomes: Sequence[TaskOutcome], split: str) -> SplitFigures:
     )
 
 
+def stub_costs(registry: Registry) -> Callable[[str], int | None]:
+    """A tool's stub tokens when the bench's ``auto`` variant would declare it for a shortlist (a catalog or name
+    tool of its tiers), else ``None`` (a brief tool is in the tool list already)."""
+    composer = Composer(variant_registry(registry, LARGE_MODE, "auto_shortlist_stubs"))
+    tiers = composer.tiers(LARGE_MODE)
+    assert tiers is not None
+
+    def cost(name: str) -> int | None:
+        return composer.definitions.stub(name, summarised=True)[1] if tiers.unlisted(name) else None
+
+    return cost
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
@@ -135,6 +152,9 @@ def main() -> int:
     parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before (faster)")
     parser.add_argument("--cards", choices=CARD_CHOICES, default="readme", help="server cards, when building")
     parser.add_argument("--shortlist", type=int, default=None, help="the shortlist's size (default: the mode's)")
+    parser.add_argument(
+        "--shortlist-stubs", action="store_true", help="count the shortlist as declared stubs (shortlist_stubs)"
+    )
     parser.add_argument("--card-weight", type=float, default=CARD_WEIGHT, help="the card field's BM25F weight")
     parser.add_argument(
         "--card-semantic-weight", type=float, default=CARD_SEMANTIC_WEIGHT, help="the card's share of a tool vector"
@@ -166,8 +186,11 @@ def main() -> int:
         config = mode.config.preselect or PreselectConfig()
         if args.shortlist is not None:
             config = config.model_copy(update={"shortlist": args.shortlist})
+        stub_cost = stub_costs(registry) if args.shortlist_stubs else None
         for split in splits:
-            outcomes = [outcome(search, registry, mode, t, config, args.strategy) for t in tasks if t.split == split]
+            outcomes = [
+                outcome(search, registry, mode, t, config, args.strategy, stub_cost) for t in tasks if t.split == split
+            ]
             print(measure(outcomes, split).line())
             if args.misses:
                 for o in outcomes:

@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.composer import declares_shortlist
 from ..core.fetch import fetch_tool_doc
 from ..core.modes import Mode
 from ..core.registry import Registry
@@ -33,6 +34,8 @@ NOTE_CAVEAT = "They are suggestions, not instructions: call whichever of your to
 # The shortlist's lines: a name and what it does, in few words (the point is that the right tool is named at all).
 SHORTLIST_HEAD = "Also callable, not loaded (a first call returns its parameters):"
 SHORTLIST_WORDS = 12
+# With ``shortlist_stubs`` the tool list declares them (with their summary): the note only names them.
+SHORTLIST_STUBS_HEAD = "Also in your tools, not loaded (a first call returns its parameters):"
 
 
 def user_text(message: Any) -> str | None:
@@ -124,7 +127,8 @@ def note(
     caveat = f"{NOTE_CAVEAT} ({', '.join(always)} included)." if always else f"{NOTE_CAVEAT}."
     found = ", ".join(chosen) if chosen else "none it is sure of"
     lines = [f"{NOTE_HEAD} {found}. {caveat}"]
-    listed = shortlist_text(state.registry, state.mode, shortlist)
+    declared = state.native is None and declares_shortlist(state.mode)
+    listed = shortlist_text(state.registry, state.mode, shortlist, declared=declared)
     if listed:
         lines.append(listed)
     if appended:
@@ -137,13 +141,15 @@ def note(
     return "\n\n".join(lines)
 
 
-def shortlist_text(registry: Registry, mode: Mode, shortlist: Sequence[str]) -> str:
+def shortlist_text(registry: Registry, mode: Mode, shortlist: Sequence[str], *, declared: bool = False) -> str:
     """The shortlist's part of a note: :data:`SHORTLIST_HEAD`, then one ``- name: summary`` line per tool of the
-    mode (``""`` when none is left)."""
+    mode (``""`` when none is left); when the tool list ``declared`` them as stubs, one line of their names."""
     docs = registry.tools
     named = [t for t in shortlist if t in docs and mode.allows(t)]
     if not named:
         return ""
+    if declared:
+        return f"{SHORTLIST_STUBS_HEAD} {', '.join(named)}."
     return "\n".join([SHORTLIST_HEAD, *(f"- {t}: {summary(docs[t], SHORTLIST_WORDS)}" for t in named)])
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, Literal, Required, TypedDict
 
 from ..core.builtins import CALL_TOOL_NAME, call_tool_definition
-from ..core.composer import Composer
+from ..core.composer import Composer, offered_stubs
 from ..core.live import LiveRegistry
 from ..core.modes import Mode
 from ..core.promotion import DEFAULT_POLICY, POLICIES, Policy
@@ -213,7 +213,12 @@ class TaskState:
         if pin.fingerprint != self.registry.fingerprint:  # its live version is no longer kept: same views, new docs
             pin = replace(pin, fingerprint=self.registry.fingerprint)
         if self.mode.config.tiers is not None:  # the FIFO view is pinned; loading only appends, so it is live
-            return self.composer.compose(self.mode, recent=pin.recent, loaded=session.discovered(self.mode))
+            return self.composer.compose(
+                self.mode,
+                recent=pin.recent,
+                loaded=session.discovered(self.mode),
+                offered=offered_stubs(self.mode, session),
+            )
         return self.composer.compose_pinned(pin, self.mode)
 
     def composed_tools(self, prompt: ComposedPrompt, taken: Iterable[str | None]) -> list[dict[str, Any]]:

@@ -20,7 +20,8 @@ DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for
 # What the parser offers, written here so that building it imports no agent module (tests/cli/test_startup.py
 # holds them equal to agent.bench's VARIANTS and DEFAULT_CONTEXT_TOKENS).
 VARIANTS = (
-    "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs"
+    "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs",
+    "auto_shortlist_stubs",
 )  # fmt: skip
 DEFAULT_CONTEXT_TOKENS = 16_384
 

@@ -49,6 +49,25 @@ SECTIONS = (
 RECENT_SECTION = "recent"
 
 
+def declares_shortlist(mode: Mode) -> bool:
+    """Whether ``mode`` declares its preselections' shortlisted tools in the tool list (``shortlist_stubs``, in a
+    native tool style)."""
+    config = mode.config.preselect
+    return config is not None and config.shortlist_stubs and config.shortlist > 0 and mode.config.tool_style != "text"
+
+
+def offered_stubs(mode: Mode, session: TaskSession) -> tuple[str, ...]:
+    """The tools ``mode`` declares as stubs for the task: its preselections' shortlists not loaded
+    (:meth:`TaskSession.offered`) when it :func:`declares_shortlist`, else none."""
+    return session.offered(mode) if declares_shortlist(mode) else ()
+
+
+def _offered(mode: Mode, offered: Sequence[str], listed: set[str], hidden: Callable[[str], bool]) -> tuple[str, ...]:
+    """Of ``offered``, the tools of ``mode`` to declare as stubs: not ``listed`` already, and ``hidden`` (a
+    tiered mode's catalog and name tools: a brief tool is declared already)."""
+    return tuple(dict.fromkeys(n for n in offered if mode.allows(n) and n not in listed and hidden(n)))
+
+
 class Composer:
     """Composes prompts for one registry. Thread-safe; results are cached.
 
@@ -156,14 +175,18 @@ class Composer:
         *,
         recent: Sequence[str] | None = None,
         loaded: Sequence[str] | None = None,
+        offered: Sequence[str] | None = None,
     ) -> ComposedPrompt:
         """The prompt for ``mode`` given a task session (or an explicit FIFO view ``recent``; in a tiered or a
-        discovery mode, an explicit list of the tools ``loaded`` (found by ``tool_search``), else the session's)."""
+        discovery mode, an explicit list of the tools ``loaded`` (found by ``tool_search``), else the session's,
+        and of the tools ``offered`` as stubs (see :func:`offered_stubs`), else the session's)."""
         resolved = self._mode(mode)
+        if offered is None:
+            offered = offered_stubs(resolved, session) if session is not None else ()
         if resolved.config.discovery:
             if loaded is None:
                 loaded = session.discovered(resolved) if session is not None else ()
-            return self._compose_discovery(resolved, loaded)
+            return self._compose_discovery(resolved, loaded, offered)
         if recent is None:
             view = session.recent(resolved) if session is not None else ()
         else:
@@ -171,7 +194,7 @@ class Composer:
         if resolved.config.tiers is not None:
             if loaded is None:
                 loaded = session.discovered(resolved) if session is not None else ()
-            return self._compose_tiered(resolved, recent=view, loaded=loaded)
+            return self._compose_tiered(resolved, recent=view, loaded=loaded, offered=offered)
         return self._cached(
             resolved,
             view,
@@ -179,14 +202,15 @@ class Composer:
         )
 
     def _compose_tiered(
-        self, mode: str | Mode, *, recent: Sequence[str] = (), loaded: Sequence[str] = ()
+        self, mode: str | Mode, *, recent: Sequence[str] = (), loaded: Sequence[str] = (), offered: Sequence[str] = ()
     ) -> ComposedPrompt:
         """A tiered mode's prompt: its permanent and brief tools in the mode's order (the ``recent`` ones in full),
         ``tool_search`` and ``fetch_tool_description``, then the ``loaded`` catalog and name tools in full, in the
         order they were loaded, so loading only ever appends. ``loaded`` may name any tool: only the mode's catalog
         and name tools are appended (a brief one is callable already). With ``stubs: true`` every tool of the mode is
         listed in the mode's order from the start (the catalog and name tools as stubs, or in full when ``recent``)
-        and nothing is appended: what loads goes into the conversation as text, so ``loaded`` changes nothing."""
+        and nothing is appended: what loads goes into the conversation as text, so ``loaded`` changes nothing.
+        ``offered`` catalog and name tools not loaded are declared as stubs after the loaded ones."""
         resolved = self._mode(mode)
         tiers = self.tiers(resolved)
         if tiers is None:
@@ -194,10 +218,11 @@ class Composer:
         view = tuple(n for n in recent if resolved.allows(n) and not tiers.unlisted(n))
         appended = tuple(dict.fromkeys(n for n in loaded if resolved.allows(n) and tiers.unlisted(n)))
         full = frozenset(resolved.permanent) | frozenset(view) | frozenset(appended)
+        stubs = () if tiers.stubs else _offered(resolved, offered, set(appended), tiers.unlisted)
         return self._cached(
             resolved,
-            ("\0tiers", *view, "\0", *appended),
-            lambda: self._render(resolved, full=full, recent=view, tiers=tiers, loaded=appended),
+            ("\0tiers", *view, "\0", *appended, *(("\0offered", *stubs) if stubs else ())),
+            lambda: self._render(resolved, full=full, recent=view, tiers=tiers, loaded=appended, offered=stubs),
         )
 
     def compose_native(
@@ -287,10 +312,13 @@ class Composer:
             self._tiers[resolved.slug] = computed
         return computed
 
-    def _compose_discovery(self, mode: str | Mode, discovered: Sequence[str] = ()) -> ComposedPrompt:
+    def _compose_discovery(
+        self, mode: str | Mode, discovered: Sequence[str] = (), offered: Sequence[str] = ()
+    ) -> ComposedPrompt:
         """A discovery mode's prompt: the permanent tools, then the ``discovered`` ones in discovery order (so the
-        list only grows at its end), then ``tool_search`` and ``fetch_tool_description``. All listed tools are
-        in full; tools the mode does not allow, and permanent ones, are dropped from ``discovered``."""
+        list only grows at its end), then ``tool_search`` and ``fetch_tool_description``, then the ``offered`` ones
+        not discovered as stubs. All listed tools are in full; tools the mode does not allow, and permanent ones,
+        are dropped from ``discovered``."""
         resolved = self._mode(mode)
         permanent = set(resolved.permanent)
         seen: set[str] = set()
@@ -299,11 +327,12 @@ class Composer:
             if resolved.allows(name) and name not in permanent and name not in seen:
                 seen.add(name)
                 view.append(name)
+        stubs = _offered(resolved, offered, seen | permanent, lambda _: True)
         return self._cached(
             resolved,
-            ("\0discovery", *view),
+            ("\0discovery", *view, *(("\0offered", *stubs) if stubs else ())),
             lambda: self._render(
-                resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view)
+                resolved, full=frozenset(resolved.permanent) | seen, recent=(), discovered=tuple(view), offered=stubs
             ),
         )
 
@@ -377,6 +406,7 @@ class Composer:
         tiers: Tiers | None = None,
         loaded: tuple[str, ...] = (),
         briefs: frozenset[str] = frozenset(),
+        offered: tuple[str, ...] = (),
     ) -> ComposedPrompt:
         """Render without the cache. ``full`` names the tools shown in full; ``recent`` the FIFO view.
 
@@ -423,6 +453,10 @@ class Composer:
                 definition, n_tokens = self.definitions.get(name, full=True)
                 native.append(definition)
                 tool_tokens += n_tokens
+            for name in offered:  # then the shortlisted ones, as stubs, in the order they were first named
+                definition, n_tokens = self.definitions.stub(name, summarised=True)
+                native.append(definition)
+                tool_tokens += n_tokens
         system = f"{stable}\n\n{recent_text}" if recent_text else stable
         tokens = TokenCounts(system=self.counter.count(system), tools=tool_tokens)
         return ComposedPrompt(
@@ -443,6 +477,7 @@ class Composer:
             loaded=loaded,
             tiered=tiers is not None,
             stubs=tuple(n for n in brief_names if tiers.stubbed(n)) if tiers is not None else (),
+            offered=() if text_style else offered,
         )
 
     def _mode_values(self, mode: Mode, *, include_fetch: bool) -> dict[str, Any]:

@@ -90,6 +90,10 @@ class PreselectConfig(BaseModel):
     # After the loaded tools, the next ``shortlist`` of the ranking are named in the note with a short summary,
     # callable but not loaded (0: none). Default chosen on the tuning half of the large tasks (docs/tool-choice.md).
     shortlist: StrictInt = Field(default=SHORTLIST, ge=0, le=20)
+    # The shortlisted tools are also declared in the tool list as stubs (name and summary, no schema), appended
+    # after the loaded tools, so a model that calls only what its tool list declares can call them; a first call
+    # loads the tool and returns its parameters. Native tool styles only (a text-style mode has no tool list).
+    shortlist_stubs: StrictBool = False
 
 
 class TierConfig(BaseModel):

@@ -103,6 +103,9 @@ class ComposedPrompt:
     tiered: bool = False
     # Tiered modes with ``stubs: true``: the tools declared as stubs (callable, but with no schema in the prompt).
     stubs: tuple[str, ...] = ()
+    # Preselection with ``shortlist_stubs``: the shortlisted tools declared as stubs after the loaded ones (callable;
+    # a first call loads the tool and returns its parameters).
+    offered: tuple[str, ...] = ()
     # Native deferral only: the tools kept out of the prompt until a reference loads them. For a provider's own
     # deferral their full definitions follow the eager ones in ``tools``; when the loop emulates it, ``tools``
     # holds only the eager ones and those ``loaded`` so far.
@@ -144,6 +147,7 @@ class ComposedPrompt:
                 else {}
             ),
             **({"deferred": list(self.deferred)} if self.native else {}),
+            **({"offered": list(self.offered)} if self.offered else {}),
         }
 
 

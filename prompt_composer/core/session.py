@@ -341,6 +341,17 @@ class TaskSession:
         """Every tool a shortlist of the task named (a call of one not yet loaded is answered with its text)."""
         return self._read("shortlisted", lambda data: frozenset(t for v in data.shortlisted.values() for t in v))
 
+    def offered(self, mode: Mode) -> tuple[str, ...]:
+        """The tools the task's shortlists named that ``mode`` allows and the task has not loaded, in the order they
+        were first named (so a tool list that declares them only ever grows at its end, until one loads)."""
+
+        def read(data: SessionData) -> tuple[str, ...]:
+            loaded = set(data.discovered_in(mode))
+            named = dict.fromkeys(t for v in data.shortlisted.values() for t in v)
+            return tuple(t for t in named if mode.allows(t) and t not in loaded)
+
+        return self._read("offered", read)
+
     def snapshot(self) -> SessionData:
         """A copy of the task's whole state, read at once."""
         return self._read("snapshot", lambda data: data.copy())
