@@ -21,7 +21,7 @@ from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, 
 
 MODEL = "m"
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit
-STUBS = PreselectConfig(k=1, min_confidence=0.1, shortlist=3, shortlist_stubs=True)
+STUBS = PreselectConfig(k=1, min_confidence=0.1, shortlist=3)  # shortlist_stubs is on by default
 REG = Registry.from_docs(
     TRAVEL_DOCS,
     [
