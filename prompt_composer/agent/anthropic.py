@@ -144,8 +144,8 @@ def prepare(
         fixed = [i for i, t in enumerate(composed) if t["name"] in permanent]
         mark = fixed[-1] if fixed else None
     elif prompt.tiered or prompt.loaded:  # loaded tools are appended at the end: the breakpoint is on the last before
-        loaded = set(prompt.loaded)
-        fixed = [i for i, t in enumerate(composed) if t["name"] not in loaded]
+        appended = prompt.appended()  # (and the shortlist's stubs after them)
+        fixed = [i for i, t in enumerate(composed) if t["name"] not in appended]
         mark = fixed[-1] if fixed else None
     else:
         mark = len(composed) - 1 if composed else None

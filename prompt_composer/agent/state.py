@@ -228,6 +228,6 @@ class TaskState:
         composed = [dict(t) for t in prompt.tools if t["name"] not in taken]
         if self.call_tool and prompt.style != "text" and CALL_TOOL_NAME not in taken:
             # Fixed per mode: after fetch, before the tools a tiered mode loads (only those grow within a task).
-            at = len(composed) - len([t for t in composed if t["name"] in set(prompt.loaded)])
+            at = len(composed) - len([t for t in composed if t["name"] in prompt.appended()])
             composed.insert(at, call_tool_definition(self.mode))
         return composed

@@ -112,6 +112,11 @@ class ComposedPrompt:
     deferred: tuple[str, ...] = ()
     native: bool = False
 
+    def appended(self) -> frozenset[str]:
+        """The tools at the end of ``tools`` that change within a task: the ``loaded`` ones, then the ``offered``
+        stubs (a cache breakpoint, or a tool added per mode, goes before them)."""
+        return frozenset((*self.loaded, *self.offered))
+
     def hidden(self) -> frozenset[str]:
         """The tools whose schema the model cannot see in this prompt until they are loaded: a tiered mode's catalog
         and name tools, or the deferred ones (those already loaded excepted)."""

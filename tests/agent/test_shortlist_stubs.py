@@ -138,3 +138,19 @@ def test_a_text_style_mode_declares_nothing_and_keeps_the_lines() -> None:
     assert prompt.offered == () and prompt.tools == ()
     sent = run("text", [text_reply("done")])
     assert SHORTLIST_HEAD in message_text(sent[0]["messages"][0])
+
+
+def test_the_cache_breakpoint_and_call_tool_go_before_the_loaded_tools_and_the_stubs() -> None:
+    with served([text_reply("done")]) as (server, sdk):
+        wrap(sdk, composer=COMPOSER, search=SEARCH, mode="auto", task_id="t", call_tool=True).run(REQUEST, model=MODEL)
+        body = bodies(server)[0]
+    tools = names(body)
+    session = TaskSession()
+    found = preselect(SEARCH, REG.mode("auto"), REQUEST, STUBS)
+    session.preselect("k", found.tools, found.shortlist)
+    prompt = COMPOSER.compose(REG.mode("auto"), session)
+    tail = len(prompt.loaded) + len(prompt.offered)
+    assert prompt.offered and tools[-tail:] == [*prompt.loaded, *prompt.offered]
+    assert tools[-tail - 1] == "call_tool"  # fixed per mode: before what grows within the task
+    marked = [t["name"] for t in body["tools"] if "cache_control" in t]
+    assert marked == ["call_tool"]  # the last tool that does not change within the task
