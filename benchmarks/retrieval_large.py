@@ -11,11 +11,11 @@ of the search. Reported per split (tasks that expect no tool are left out of the
 - *precision*: loaded tools that are right / loaded tools; *loaded*: tools loaded a task, on average;
 - *MRR*: mean reciprocal rank of the best-ranked right tool;
 - *shortlist tokens*: the shortlist's part of the note (cl100k_base), mean and largest, over every task: what a
-  request carries for it: its one line of names plus the stubs declared for it (the shortlisted tools that the
-  ``auto`` variant's tiers leave out of the tool list), or with ``--shortlist-note`` its lines in the note.
+  request carries for it: its lines in the note, or with ``--shortlist-stubs`` its one line of names plus the stubs
+  declared for it (the shortlisted tools that the ``auto`` variant's tiers leave out of the tool list).
 
 Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
-[--misses] [--cards readme|drafted|none] [--shortlist N] [--shortlist-note] [--card-weight W]
+[--misses] [--cards readme|drafted|none] [--shortlist N] [--shortlist-stubs] [--card-weight W]
 [--card-semantic-weight W] [--affordance-weight W]``.
 """
 
@@ -153,7 +153,7 @@ def main() -> int:
     parser.add_argument("--cards", choices=CARD_CHOICES, default="readme", help="server cards, when building")
     parser.add_argument("--shortlist", type=int, default=None, help="the shortlist's size (default: the mode's)")
     parser.add_argument(
-        "--shortlist-note", action="store_true", help="the shortlist in the note only (shortlist_stubs: false)"
+        "--shortlist-stubs", action="store_true", help="the shortlist declared as stubs (shortlist_stubs: true)"
     )
     parser.add_argument("--card-weight", type=float, default=CARD_WEIGHT, help="the card field's BM25F weight")
     parser.add_argument(
@@ -186,8 +186,8 @@ def main() -> int:
         config = mode.config.preselect or PreselectConfig()
         if args.shortlist is not None:
             config = config.model_copy(update={"shortlist": args.shortlist})
-        if args.shortlist_note:
-            config = config.model_copy(update={"shortlist_stubs": False})
+        if args.shortlist_stubs:
+            config = config.model_copy(update={"shortlist_stubs": True})
         stub_cost = stub_costs(registry) if config.shortlist_stubs else None
         for split in splits:
             outcomes = [

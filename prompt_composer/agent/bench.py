@@ -64,7 +64,7 @@ Variant = Literal[
     "native",
     "auto_native",
     "auto_stubs",
-    "auto_shortlist_note",
+    "auto_shortlist_stubs",
 ]
 VARIANTS: tuple[Variant, ...] = (
     "static",
@@ -76,7 +76,7 @@ VARIANTS: tuple[Variant, ...] = (
     "native",
     "auto_native",
     "auto_stubs",
-    "auto_shortlist_note",
+    "auto_shortlist_stubs",
 )
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
@@ -172,13 +172,13 @@ def variant_registry(
     config = registry.mode(mode).config
     if variant == "discovery":
         changed = config.model_copy(update={"discovery": True})
-    elif variant in ("auto", "auto_native", "auto_stubs", "auto_shortlist_note"):
+    elif variant in ("auto", "auto_native", "auto_stubs", "auto_shortlist_stubs"):
         tiers = config.tiers or TierConfig(context_tokens=context_tokens)
         if variant == "auto_stubs":
             tiers = tiers.model_copy(update={"stubs": True})
         chosen = config.preselect or PreselectConfig()
-        if variant == "auto_shortlist_note":
-            chosen = chosen.model_copy(update={"shortlist_stubs": False})
+        if variant == "auto_shortlist_stubs":
+            chosen = chosen.model_copy(update={"shortlist_stubs": True})
         changed = config.model_copy(update={"discovery": False, "preselect": chosen, "tiers": tiers})
     elif variant == "oracle":
         keep = tuple(dict.fromkeys((*config.permanent, *expect)))
@@ -336,7 +336,7 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs", "auto_shortlist_note")
+        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs", "auto_shortlist_stubs")
         search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):

@@ -93,9 +93,9 @@ class PreselectConfig(BaseModel):
     # The shortlisted tools are also declared in the tool list as stubs (name and summary, no schema), appended
     # after the loaded tools, so a model that calls only what its tool list declares can call them; a first call
     # loads the tool and returns its parameters. Native tool styles only (a text-style mode has no tool list).
-    # On by default: a small model calls what its tool list declares, not a name it reads in the note (chosen on a
-    # development split on the local model, docs/tool-choice.md).
-    shortlist_stubs: StrictBool = True
+    # Off by default: on the local model it helped on one split and not on the next, at about twice the
+    # shortlist's tokens (docs/benchmarks.md, "The shortlist as stubs").
+    shortlist_stubs: StrictBool = False
 
 
 class TierConfig(BaseModel):

@@ -19,7 +19,7 @@ from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, 
 
 MODEL = "m"
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit
-SHORT = PreselectConfig(k=1, min_confidence=0.1, shortlist=3, shortlist_stubs=False)  # the note form
+SHORT = PreselectConfig(k=1, min_confidence=0.1, shortlist=3)  # the note form, the default
 REG = Registry.from_docs(
     TRAVEL_DOCS,
     [

@@ -21,13 +21,16 @@ from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, 
 
 MODEL = "m"
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit
-STUBS = PreselectConfig(k=1, min_confidence=0.1, shortlist=3)  # shortlist_stubs is on by default
+STUBS = PreselectConfig(k=1, min_confidence=0.1, shortlist=3, shortlist_stubs=True)
 REG = Registry.from_docs(
     TRAVEL_DOCS,
     [
         make_mode("auto", groups=["read", "mcp"], tiers=SMALL, preselect=STUBS),
         make_mode(
-            "plain", groups=["read", "mcp"], tiers=SMALL, preselect=STUBS.model_copy(update={"shortlist_stubs": False})
+            "plain",
+            groups=["read", "mcp"],
+            tiers=SMALL,
+            preselect=PreselectConfig(k=1, min_confidence=0.1, shortlist=3),
         ),
         make_mode("narrow", groups=["read", "mcp"], exclude=["currency_convert"], tiers=SMALL, preselect=STUBS),
         make_mode("found", groups=["read", "mcp"], discovery=True, preselect=STUBS),
@@ -71,7 +74,7 @@ def test_the_shortlist_is_declared_as_stubs_after_the_tools_and_the_note_only_na
     note = message_text(sent[0]["messages"][0])
     assert f"{SHORTLIST_STUBS_HEAD} {', '.join(found.shortlist)}." in note
     assert SHORTLIST_HEAD not in note  # the summaries are in the stubs: not said twice
-    # Without the setting the same mode declares none of them and the note carries their lines.
+    # By default (the setting left out) the same mode declares none of them and the note carries their lines.
     plain = run("plain", [text_reply("done")])
     assert not set(hidden) & set(names(plain[0]))
     assert SHORTLIST_HEAD in message_text(plain[0]["messages"][0])
