@@ -185,6 +185,11 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
+def tool_names(body: dict[str, Any]) -> list[str]:
+    """The names of a request body's tools, in order."""
+    return [t["name"] for t in body.get("tools", [])]
+
+
 def message_text(message: dict[str, Any]) -> str:
     content = message["content"]
     return content if isinstance(content, str) else "\n".join(b["text"] for b in content if "text" in b)

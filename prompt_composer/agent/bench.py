@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..core.builtins import FETCH_TOOL_NAME, TOOL_SEARCH_NAME
 from ..core.modes import PreselectConfig, TierConfig
@@ -66,18 +66,7 @@ Variant = Literal[
     "auto_stubs",
     "auto_shortlist_stubs",
 ]
-VARIANTS: tuple[Variant, ...] = (
-    "static",
-    "composed",
-    "every_turn",
-    "discovery",
-    "auto",
-    "oracle",
-    "native",
-    "auto_native",
-    "auto_stubs",
-    "auto_shortlist_stubs",
-)
+VARIANTS: tuple[Variant, ...] = get_args(Variant)
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
 _TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace", "split"})

@@ -15,7 +15,7 @@ from prompt_composer.core.session import SessionData
 from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.testing.replies import text_reply, tool_use_reply
-from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_results
+from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_names, tool_results
 
 MODEL = "m"
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit
@@ -36,10 +36,6 @@ REQUEST = "Plan my rail journey to Lyon: train departures, the weather forecast 
 
 def client(sdk: Any, mode: str) -> Any:
     return wrap(sdk, composer=COMPOSER, search=SEARCH, mode=mode, task_id="t")
-
-
-def names(body: dict[str, Any]) -> list[str]:
-    return [t["name"] for t in body.get("tools", [])]
 
 
 def test_the_shortlist_is_the_next_tools_of_the_ranking_within_the_mode() -> None:
@@ -79,11 +75,11 @@ def test_the_note_names_the_shortlist_and_a_call_of_one_loads_it_through_recover
         assert len(line.split(": ", 1)[1].rstrip("…").split()) <= SHORTLIST_WORDS
     # The same note on every request: the conversation the provider cached never changes behind it.
     assert all(message_text(body["messages"][0]) == note for body in sent)
-    assert listed not in names(sent[0])  # named, not loaded: it costs its line, not its definition
+    assert listed not in tool_names(sent[0])  # named, not loaded: it costs its line, not its definition
     refused = tool_results(sent[1])[0]
     assert refused["is_error"] and "was not loaded" in text_of(refused)
     assert fetch_tool_doc(REG.tools[listed]) in text_of(refused)
-    assert names(sent[1])[-1] == listed and names(sent[1])[: len(names(sent[0]))] == names(sent[0])
+    assert tool_names(sent[1])[-1] == listed and tool_names(sent[1])[: len(tool_names(sent[0]))] == tool_names(sent[0])
     assert ran == [{param: "Lyon"}]
 
 
@@ -100,10 +96,10 @@ def test_in_a_discovery_mode_a_shortlisted_tool_is_loaded_by_its_first_call() ->
     with served(script) as (server, sdk):
         client(sdk, "found").run(REQUEST, model=MODEL, executors={listed: ran.append})
         sent = bodies(server)
-    assert listed not in names(sent[0])
+    assert listed not in tool_names(sent[0])
     refused = tool_results(sent[1])[0]
     assert refused["is_error"] and fetch_tool_doc(REG.tools[listed]) in text_of(refused)
-    assert listed in names(sent[1])  # loaded: in the tool list from the next request on
+    assert listed in tool_names(sent[1])  # loaded: in the tool list from the next request on
     assert ran == [{param: "Lyon"}]
 
 

@@ -17,7 +17,7 @@ from prompt_composer.core.tiers import summary
 from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.search import ToolSearch
 from prompt_composer.testing.replies import text_reply, tool_use_reply
-from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_results
+from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served, text_of, tool_names, tool_results
 
 MODEL = "m"
 SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit
@@ -46,10 +46,6 @@ def client(sdk: Any, mode: str) -> Any:
     return wrap(sdk, composer=COMPOSER, search=SEARCH, mode=mode, task_id="t")
 
 
-def names(body: dict[str, Any]) -> list[str]:
-    return [t["name"] for t in body.get("tools", [])]
-
-
 def run(mode: str, script: list[Any], executors: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     with served(script) as (server, sdk):
         client(sdk, mode).run(REQUEST, model=MODEL, executors=executors or {})
@@ -67,7 +63,7 @@ def test_the_shortlist_is_declared_as_stubs_after_the_tools_and_the_note_only_na
     tools = sent[0]["tools"]
     declared = tools[-len(hidden) :]
     assert [t["name"] for t in declared] == hidden  # last, in rank order
-    assert all(names(sent[0]).count(n) == 1 for n in found.shortlist)
+    assert all(tool_names(sent[0]).count(n) == 1 for n in found.shortlist)
     for stub in declared:
         assert stub["input_schema"] == {"type": "object"}
         assert stub["description"] == summary(REG.tools[stub["name"]])
@@ -76,9 +72,9 @@ def test_the_shortlist_is_declared_as_stubs_after_the_tools_and_the_note_only_na
     assert SHORTLIST_HEAD not in note  # the summaries are in the stubs: not said twice
     # By default (the setting left out) the same mode declares none of them and the note carries their lines.
     plain = run("plain", [text_reply("done")])
-    assert not set(hidden) & set(names(plain[0]))
+    assert not set(hidden) & set(tool_names(plain[0]))
     assert SHORTLIST_HEAD in message_text(plain[0]["messages"][0])
-    assert names(plain[0]) == names(sent[0])[: len(names(plain[0]))]  # the stubs only add, at the end
+    assert tool_names(plain[0]) == tool_names(sent[0])[: len(tool_names(plain[0]))]  # the stubs only add, at the end
 
 
 def test_a_call_of_a_stub_loads_the_tool_and_the_next_call_runs() -> None:
@@ -100,22 +96,23 @@ def test_a_call_of_a_stub_loads_the_tool_and_the_next_call_runs() -> None:
     assert ran == [{param: "Lyon"}]  # the blind first call did not run; the second did
     loaded = next(t for t in sent[1]["tools"] if t["name"] == listed)
     assert loaded["input_schema"] == REG.tools[listed].input_schema  # in full now, declared once
-    assert names(sent[1]).count(listed) == 1
-    assert names(sent[0])[-1] == listed and names(sent[1])[-1] == listed  # the stub's place: nothing else moved
-    assert names(sent[1]) == names(sent[0])
+    assert tool_names(sent[1]).count(listed) == 1
+    # In the stub's place: nothing else moved.
+    assert tool_names(sent[0])[-1] == listed and tool_names(sent[1])[-1] == listed
+    assert tool_names(sent[1]) == tool_names(sent[0])
     # The note is the same on every request: the conversation a provider cached never changes behind it.
     assert len({message_text(body["messages"][0]) for body in sent}) == 1
 
 
 def test_a_stub_is_never_a_tool_outside_the_mode() -> None:
     sent = run("narrow", [text_reply("done")])
-    assert "currency_convert" not in names(sent[0])
+    assert "currency_convert" not in tool_names(sent[0])
     assert "currency_convert" not in message_text(sent[0]["messages"][0])
     narrow = REG.mode("narrow")
     session = TaskSession()
     session.preselect("k", [], ["currency_convert", "weather_lookup"])
     assert session.offered(narrow) == ("weather_lookup",)
-    assert "currency_convert" not in names({"tools": list(COMPOSER.compose(narrow, session).tools)})
+    assert "currency_convert" not in tool_names({"tools": list(COMPOSER.compose(narrow, session).tools)})
 
 
 def test_in_a_discovery_mode_the_stubs_follow_the_builtin_tools_and_a_loaded_tool_leaves_them() -> None:
@@ -123,7 +120,7 @@ def test_in_a_discovery_mode_the_stubs_follow_the_builtin_tools_and_a_loaded_too
     session = TaskSession()
     session.preselect("k", ["train_times"], ["weather_lookup", "currency_convert"])
     prompt = COMPOSER.compose(mode, session)
-    assert names({"tools": list(prompt.tools)})[-2:] == ["weather_lookup", "currency_convert"]
+    assert tool_names({"tools": list(prompt.tools)})[-2:] == ["weather_lookup", "currency_convert"]
     assert prompt.offered == ("weather_lookup", "currency_convert")
     without = COMPOSER.compose(mode, session, offered=())
     stub_tokens = sum(COMPOSER.definitions.stub(n, summarised=True)[1] for n in prompt.offered)
@@ -147,7 +144,7 @@ def test_the_cache_breakpoint_and_call_tool_go_before_the_loaded_tools_and_the_s
     with served([text_reply("done")]) as (server, sdk):
         wrap(sdk, composer=COMPOSER, search=SEARCH, mode="auto", task_id="t", call_tool=True).run(REQUEST, model=MODEL)
         body = bodies(server)[0]
-    tools = names(body)
+    tools = tool_names(body)
     session = TaskSession()
     found = preselect(SEARCH, REG.mode("auto"), REQUEST, STUBS)
     session.preselect("k", found.tools, found.shortlist)
