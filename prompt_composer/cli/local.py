@@ -68,14 +68,20 @@ def cmd_path(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..local.server import runtime, serve
+    from ..shared.net import bare_host
 
+    try:  # "[::1]" as a URL writes it is "::1" to a socket
+        host = bare_host(args.host)
+    except ValueError as exc:
+        print(f"error: --host {exc}", file=sys.stderr)
+        return 2
     runtime()  # a missing `local` extra is one line, before anything is said or loaded
     gguf = args.gguf if args.gguf is not None else None
     if gguf is None:
         print(f"model: {DEFAULT_WEIGHTS.name}", file=sys.stderr)
     serve(
         gguf=gguf,
-        host=args.host,
+        host=host,
         port=args.port,
         ctx=args.ctx,
         template=args.chat_template,

@@ -25,7 +25,7 @@ from typing import IO, Any
 from ..errors import InputFileError, LocalModelError
 from ..shared.extras import needs_extra
 from ..shared.files import read_text
-from ..shared.net import is_loopback
+from ..shared.net import is_loopback, netloc
 from .weights import DEFAULT_WEIGHTS, is_set_up, model_path
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def serve(
         server = xllamacpp.Server(params)
     except RuntimeError as exc:  # llama.cpp has logged why (a bad GGUF, a port in use …) on stderr
         raise LocalModelError(f"llama.cpp could not start a server for {path} on {host}:{port} ({exc})") from exc
-    url = str(server.listening_address)
+    url = listening_url(str(server.listening_address))
     _wait_healthy(url)
     if out is not None:
         out.write(f"READY {url}\n")
@@ -123,6 +123,16 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         del server  # stops the HTTP server and frees the model
+
+
+def listening_url(address: str) -> str:
+    """llama.cpp's listening address as a URL: it writes an IPv6 host bare (``http://::1:8080``), which no client
+    parses; the host goes in brackets (``http://[::1]:8080``)."""
+    scheme, sep, rest = address.partition("://")
+    host, colon, port = rest.rstrip("/").rpartition(":")
+    if not (sep and colon and port.isascii() and port.isdigit()):
+        return address
+    return f"{scheme}://{netloc(host, int(port))}"
 
 
 def _wait_healthy(url: str, timeout: float = 120.0) -> None:

