@@ -19,8 +19,6 @@ from .listing import Version, instructions
 
 if TYPE_CHECKING:
     from ..core.live import LiveRegistry
-    from ..core.modes import Mode
-    from ..core.registry import Registry
     from .answers import ClientTask
 
 
@@ -31,12 +29,6 @@ class Served(Protocol):
 
     live: LiveRegistry | None
     list_ttl_ms: int
-
-    @property
-    def mode(self) -> Mode: ...
-
-    @property
-    def registry(self) -> Registry: ...  # its server cards' instructions are passed on in initialize
 
     def version(self) -> Version: ...
 
@@ -82,6 +74,17 @@ def build_server(gateway: Served) -> tuple[Any, Any]:
     live = gateway.live is not None
 
     class _Server(Server[Any]):
+        # Read at each initialize and server/discover, from the version served then: a reload (``serve --watch``)
+        # that changed a card's instructions reaches the next client. The SDK's constructor assigns it; ignored.
+        @property
+        def instructions(self) -> str:
+            version = gateway.version()
+            return instructions(version.mode, version.registry)
+
+        @instructions.setter
+        def instructions(self, _value: str | None) -> None:
+            pass
+
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kw: Any) -> Any:
             # The HTTP session manager asks with no options: say whether list_changed can ever be sent.
             options = notification_options or NotificationOptions(tools_changed=live)
@@ -92,7 +95,6 @@ def build_server(gateway: Served) -> tuple[Any, Any]:
     server = _Server(
         "prompt-composer",
         version=VERSION,
-        instructions=instructions(gateway.mode, gateway.registry),
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

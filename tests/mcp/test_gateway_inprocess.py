@@ -145,3 +145,31 @@ def test_refresh_announces_only_a_reload_that_changed_the_list(folder: Path, cap
     live.reload()
     assert gateway.tool_list(ClientTask(TaskSession())) == after
     assert any("no mode 'ask'" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_a_reload_that_changes_a_cards_instructions_reaches_the_next_initialize(folder: Path) -> None:
+    (folder / "put_note.yaml").write_text(
+        "name: put_note\ngroup: mcp\nbrief: Save a note for the team.\nfull: Save a note for the team.\n"
+        "origin: {server: notes, name: put_note}\ninput_schema: {type: object}\n",
+        encoding="utf-8",
+    )
+    (folder / "modes" / "notes.yaml").write_text(
+        "slug: notes\nname: notes\nrole: You keep the team's notes.\ninclude: [put_note]\npermanent: []\n"
+        "recent_size: 2\nbudget_tokens: 100000\n",
+        encoding="utf-8",
+    )
+    card = folder / "servers" / "notes.yaml"
+    card.parent.mkdir(exist_ok=True)
+    card.write_text(
+        "name: notes\ndescription: The team's shared notes.\ninstructions: Look for a note before you write one.\n",
+        encoding="utf-8",
+    )
+    live = LiveRegistry(folder)
+    server = Gateway(live, "notes").server
+    before = server.create_initialization_options().instructions
+    assert before.endswith("Look for a note before you write one.")
+    card.write_text(card.read_text().replace("Look for a note", "Search the notes"), encoding="utf-8")
+    assert live.reload().swapped
+    after = server.create_initialization_options().instructions
+    assert after.endswith("Search the notes before you write one.")
+    assert after.replace("Search the notes", "Look for a note") == before  # only the card's part changed
