@@ -128,7 +128,7 @@ def validation_problems(
     failed = [tuple(err["loc"]) for err in errors]
     for err in errors:
         loc = tuple(err["loc"]) + tuple(err.get("ctx", {}).get("at", ()))
-        if err["type"] == "too_short" and any(len(f) > len(loc) and f[: len(loc)] == loc for f in failed):
+        if err["type"] == "too_short" and _short_by_its_items(err, loc, failed):
             continue  # a list left too short by its own bad items: the items' errors say it already
         field = ".".join(str(part) for part in loc) or "(document)"
         kind = err["type"]
@@ -141,6 +141,14 @@ def validation_problems(
             text = str(err["msg"]).removeprefix("Value error, ")
             message = f"{field}: {text}"
         yield Problem(path, line_of(lines, loc), message)
+
+
+def _short_by_its_items(err: Any, loc: tuple[Any, ...], failed: list[tuple[Any, ...]]) -> bool:
+    """Whether a ``too_short`` list had enough items as written, and is short only because some of them failed (each
+    reported at its own place)."""
+    given, least = err.get("input"), err.get("ctx", {}).get("min_length")
+    long_enough = isinstance(given, list | tuple) and isinstance(least, int) and len(given) >= least
+    return long_enough and any(len(f) > len(loc) and f[: len(loc)] == loc for f in failed)
 
 
 YamlReader = Callable[[Path], tuple[Any, LineMap, list[Problem]]]  # read_yaml, or a cache's read (see .yamlcache)
