@@ -37,7 +37,12 @@ def register(sub: Any) -> None:
         "/health answers. One slot: its KV cache is the prompt cache. Stop with Ctrl-C or SIGTERM.",
     )
     q.add_argument("--port", type=int, default=8080, help="port (0: any free port; default: 8080)")
-    q.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; no API key!)")
+    q.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on: a host name, an IPv4 or an IPv6 address (::1 or [::1]); default 127.0.0.1 (no API "
+        "key!)",
+    )
     q.add_argument("--gguf", metavar="FILE", type=Path, help="your own GGUF (default: the set-up weights)")
     q.add_argument("--ctx", type=positive_int, default=16384, help="context length in tokens (default: 16384)")
     q.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: all cores)")

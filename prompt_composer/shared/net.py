@@ -27,17 +27,19 @@ def is_loopback_url(url: str | None) -> bool:
 
 def bare_host(text: str) -> str:
     """``text`` (a host name, an IPv4 address, or an IPv6 address with or without the brackets a URL puts around
-    it) as a socket takes it: ``[::1]`` → ``::1``. Anything else is a ``ValueError`` saying what a host is."""
-    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    it) as a socket takes it: ``[::1]`` → ``::1``, ``[fe80::1%25eth0]`` → ``fe80::1%eth0`` (a URL writes a zone's
+    ``%`` as ``%25``, RFC 6874). Anything else is a ``ValueError`` saying what a host is."""
+    bracketed = text.startswith("[") and text.endswith("]")
+    inner = text[1:-1].replace("%25", "%") if bracketed else text
     try:
         address = ipaddress.ip_address(inner)
     except ValueError:
         address = None
     if address is not None:
-        if inner is not text and address.version != 6:
+        if bracketed and address.version != 6:
             raise ValueError(f"{text!r}: brackets hold an IPv6 address only")
         return inner
-    if inner is text and len(text) <= 253 and _HOST_NAME.fullmatch(text):
+    if not bracketed and len(text) <= 253 and _HOST_NAME.fullmatch(text):
         return text
     raise ValueError(f"{text[:100]!r} is not a host name, an IPv4 address or an IPv6 address (e.g. ::1 or [::1])")
 
@@ -45,5 +47,5 @@ def bare_host(text: str) -> str:
 def netloc(host: str, port: int) -> str:
     """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:8000``), its zone's ``%`` as ``%25``
     (RFC 6874)."""
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bare = host[1:-1].replace("%25", "%") if host.startswith("[") and host.endswith("]") else host
     return f"[{bare.replace('%', '%25')}]:{port}" if ":" in bare else f"{bare}:{port}"

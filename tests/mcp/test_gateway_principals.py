@@ -295,6 +295,7 @@ def test_an_ipv6_host_is_bracketed_in_every_url(tmp_path: Path, host: str) -> No
         ("[::1]", "::1", "[::1]:8000"),
         ("::", "::", "[::]:8000"),
         ("fe80::1%lo", "fe80::1%lo", "[fe80::1%25lo]:8000"),
+        ("[fe80::1%25lo]", "fe80::1%lo", "[fe80::1%25lo]:8000"),  # as a READY line prints it
         ("127.0.0.1", "127.0.0.1", "127.0.0.1:8000"),
         ("localhost", "localhost", "localhost:8000"),
         ("gateway.internal", "gateway.internal", "gateway.internal:8000"),
