@@ -15,7 +15,7 @@ of the search. Reported per split (tasks that expect no tool are left out of the
   declared for it (the shortlisted tools that the ``auto`` variant's tiers leave out of the tool list).
 
 Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
-[--misses] [--cards readme|drafted|none] [--shortlist N] [--shortlist-stubs] [--card-weight W]
+[--misses] [--cards readme|drafted|none] [--shortlist N] [--min-confidence F] [--shortlist-stubs] [--card-weight W]
 [--card-semantic-weight W] [--affordance-weight W]``.
 """
 
@@ -153,6 +153,9 @@ def main() -> int:
     parser.add_argument("--cards", choices=CARD_CHOICES, default="readme", help="server cards, when building")
     parser.add_argument("--shortlist", type=int, default=None, help="the shortlist's size (default: the mode's)")
     parser.add_argument(
+        "--min-confidence", type=float, default=None, help="preselection's similarity floor (default: the mode's)"
+    )
+    parser.add_argument(
         "--shortlist-stubs", action="store_true", help="the shortlist declared as stubs (shortlist_stubs: true)"
     )
     parser.add_argument("--card-weight", type=float, default=CARD_WEIGHT, help="the card field's BM25F weight")
@@ -184,10 +187,11 @@ def main() -> int:
             card_examples=not args.no_card_examples,
         )
         config = mode.config.preselect or PreselectConfig()
-        if args.shortlist is not None:
-            config = config.model_copy(update={"shortlist": args.shortlist})
+        given = {"shortlist": args.shortlist, "min_confidence": args.min_confidence}
+        changes = {key: value for key, value in given.items() if value is not None}
         if args.shortlist_stubs:
-            config = config.model_copy(update={"shortlist_stubs": True})
+            changes["shortlist_stubs"] = True
+        config = PreselectConfig.model_validate({**config.model_dump(), **changes})  # validated, unlike model_copy
         stub_cost = stub_costs(registry) if config.shortlist_stubs else None
         for split in splits:
             outcomes = [
