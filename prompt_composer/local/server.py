@@ -126,8 +126,8 @@ def serve(
 
 
 def listening_url(address: str) -> str:
-    """llama.cpp's listening address as a URL: it writes an IPv6 host bare (``http://::1:8080``), which no client
-    parses; the host goes in brackets (``http://[::1]:8080``)."""
+    """llama.cpp's listening address as a URL: it writes an IPv6 host bare (``http://::1:8080``), which httpx (and
+    so the SDKs) rejects; the host goes in brackets (``http://[::1]:8080``)."""
     scheme, sep, rest = address.partition("://")
     host, colon, port = rest.rstrip("/").rpartition(":")
     if not (sep and colon and port.isascii() and port.isdigit()):
