@@ -25,12 +25,19 @@ def is_loopback_url(url: str | None) -> bool:
     return is_loopback(urlsplit(url or "").hostname or "")
 
 
+def _unbracketed(host: str) -> tuple[str, bool]:
+    """``host`` out of the brackets a URL puts around an IPv6 address (its zone's ``%25`` back to ``%``), and
+    whether it had them."""
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1].replace("%25", "%"), True
+    return host, False
+
+
 def bare_host(text: str) -> str:
     """``text`` (a host name, an IPv4 address, or an IPv6 address with or without the brackets a URL puts around
     it) as a socket takes it: ``[::1]`` → ``::1``, ``[fe80::1%25eth0]`` → ``fe80::1%eth0`` (a URL writes a zone's
     ``%`` as ``%25``, RFC 6874). Anything else is a ``ValueError`` saying what a host is."""
-    bracketed = text.startswith("[") and text.endswith("]")
-    inner = text[1:-1].replace("%25", "%") if bracketed else text
+    inner, bracketed = _unbracketed(text)
     try:
         address = ipaddress.ip_address(inner)
     except ValueError:
@@ -47,5 +54,5 @@ def bare_host(text: str) -> str:
 def netloc(host: str, port: int) -> str:
     """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:8000``), its zone's ``%`` as ``%25``
     (RFC 6874)."""
-    bare = host[1:-1].replace("%25", "%") if host.startswith("[") and host.endswith("]") else host
+    bare, _ = _unbracketed(host)
     return f"[{bare.replace('%', '%25')}]:{port}" if ":" in bare else f"{bare}:{port}"
