@@ -164,8 +164,8 @@ def main() -> int:
             # results) shows it; elsewhere it would double the run time for the same first choice. auto_native
             # is for the large set, where native's list of briefs does not fit the context. auto_stubs is asked for
             # by name (--variants): stubs are for long conversations, which these one-message tasks are not;
-            # so is auto_shortlist_stubs, an A/B of one setting against auto.
-            by_name = {"auto_stubs", "auto_shortlist_stubs"}
+            # so are auto_shortlist_stubs and auto_rewrite, A/Bs of one setting against auto.
+            by_name = {"auto_stubs", "auto_shortlist_stubs", "auto_rewrite"}
             skips = {"coding": {"auto_native", *by_name}, "large": {"every_turn", *by_name}}
             skip = skips.get(task_set.name, {"every_turn", "auto_native", *by_name})
             default = tuple(v for v in VARIANTS if v not in skip)

@@ -14,14 +14,20 @@ of the search. Reported per split (tasks that expect no tool are left out of the
   request carries for it: its lines in the note, or with ``--shortlist-stubs`` its one line of names plus the stubs
   declared for it (the shortlisted tools that the ``auto`` variant's tiers leave out of the tool list).
 
+With ``--rewrites FILE`` each task is searched as preselection searches it with a ``rewriter``
+(:mod:`prompt_composer.discovery.rewrite`): the model's line for it, then its words. FILE is JSON, task id → the
+model's answer; ``--rewrite-url URL`` (a server of the Anthropic Messages API, e.g. ``prompt-composer model serve``)
+asks the model for the tasks FILE has no answer for, at temperature 0, and writes them to FILE.
+
 Run: ``python3 benchmarks/retrieval_large.py [--tasks FILE] [--split tune|heldout] [--strategy keyword|hybrid]
 [--misses] [--cards readme|drafted|none] [--shortlist N] [--min-confidence F] [--shortlist-stubs] [--card-weight W]
-[--card-semantic-weight W] [--affordance-weight W]``.
+[--card-semantic-weight W] [--affordance-weight W] [--rewrites FILE [--rewrite-url URL]]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -39,6 +45,7 @@ from prompt_composer.core.registry import Registry
 from prompt_composer.core.tokens import default_counter
 from prompt_composer.discovery.preselect import preselect
 from prompt_composer.discovery.results import SearchStrategy
+from prompt_composer.discovery.rewrite import searched_text
 from prompt_composer.discovery.search import AFFORDANCE_WEIGHT, CARD_SEMANTIC_WEIGHT, CARD_WEIGHT, ToolSearch
 
 __all__ = ["RANKS", "SplitFigures", "TaskOutcome", "measure", "outcome"]
@@ -90,9 +97,12 @@ def outcome(
     config: PreselectConfig,
     strategy: SearchStrategy | None,
     stub_cost: Callable[[str], int | None] | None = None,
+    rewrite: str | None = None,
 ) -> TaskOutcome:
-    found = preselect(search, mode, task.task, config)
-    ranking, _result = search.rank(task.task, mode, strategy)
+    """One task's outcome; ``rewrite``: the model's answer for it, searched before its words (as with a rewriter)."""
+    text = searched_text(task.task, (lambda _text: rewrite) if rewrite is not None else None)[0]
+    found = preselect(search, mode, text, config)
+    ranking, _result = search.rank(text, mode, strategy)
     right = set(task.expect)
     covered = bool(right & (set(found.tools) | set(mode.permanent)))
     listed = covered or bool(right & set(found.shortlist))
@@ -136,6 +146,26 @@ def stub_costs(registry: Registry) -> Callable[[str], int | None]:
     return cost
 
 
+def rewrite_answers(path: Path, url: str | None, tasks: Sequence[BenchTask]) -> dict[str, str]:
+    """The model's answer per task id: those kept in ``path``, and with ``url`` the missing ones asked of the model
+    there (then kept in ``path``). Without ``url`` every task must have one."""
+    answers: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    missing = [t for t in tasks if t.id not in answers]
+    if missing and url is None:
+        raise SystemExit(f"{path}: no answer for {len(missing)} task(s), e.g. {missing[0].id}; give --rewrite-url")
+    if missing:
+        import anthropic
+
+        from prompt_composer.agent.rewriting import model_rewriter
+
+        with anthropic.Anthropic(base_url=url, api_key="local", timeout=300) as sdk:
+            rewrite = model_rewriter(sdk, model="local", extra_body={"temperature": 0})
+            for task in missing:
+                answers[task.id] = rewrite(task.task) or ""
+        path.write_text(json.dumps(answers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return answers
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
@@ -171,8 +201,13 @@ def main() -> int:
     parser.add_argument(
         "--no-card-examples", action="store_true", help="search without the cards' example requests (an ablation)"
     )
+    parser.add_argument("--rewrites", type=Path, help="JSON of task id -> the model's line: search it first")
+    parser.add_argument("--rewrite-url", help="a Messages API server to ask for the lines --rewrites lacks")
     args = parser.parse_args()
+    if args.rewrite_url and not args.rewrites:
+        parser.error("--rewrite-url needs --rewrites FILE (where the answers are kept)")
     tasks = load_tasks(args.tasks)
+    rewrites = rewrite_answers(args.rewrites, args.rewrite_url, tasks) if args.rewrites else {}
     splits = [args.split] if args.split else sorted({t.split for t in tasks}, reverse=True)
     with tempfile.TemporaryDirectory() as tmp:
         docs = args.docs or build_large(Path(tmp), cards=args.cards).docs
@@ -195,7 +230,9 @@ def main() -> int:
         stub_cost = stub_costs(registry) if config.shortlist_stubs else None
         for split in splits:
             outcomes = [
-                outcome(search, registry, mode, t, config, args.strategy, stub_cost) for t in tasks if t.split == split
+                outcome(search, registry, mode, t, config, args.strategy, stub_cost, rewrites.get(t.id))
+                for t in tasks
+                if t.split == split
             ]
             print(measure(outcomes, split).line())
             if args.misses:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
         ToolLoopError,
         WrapOptions,
+        model_rewriter,
         partial_result,
         wrap,
     )
@@ -172,6 +173,7 @@ __all__ = [
     "load_registry",
     "load_servers",
     "mcp_executors",
+    "model_rewriter",
     "partial_result",
     "read_events",
     "run_audit",

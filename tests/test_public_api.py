@@ -78,6 +78,7 @@ PUBLIC = {
     "ToolCallRecord",
     "ToolLoopError",
     "WrapOptions",
+    "model_rewriter",
     "partial_result",
     "wrap",
     # tuning a mode from use (prompt_composer.learn.tune)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ToolLoopError,
         partial_result,
     )
+    from .rewriting import model_rewriter
     from .state import WrapOptions
     from .wrapping import wrap
 
@@ -37,6 +38,7 @@ __all__ = [
     "ToolLoopError",
     "WrapOptions",
     "load_tasks",
+    "model_rewriter",
     "partial_result",
     "run_bench",
     "tools_for",

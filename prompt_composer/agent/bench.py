@@ -27,6 +27,8 @@ Variants (each a way to send the same registry and mode):
   listed by their tier (brief, catalog line or name), so a catalog too large for ``native`` fits.
 - ``auto_stubs``: ``auto`` with ``stubs: true``: the catalog and name tools declared as stubs in the tool list,
   what loads sent as text in the conversation.
+- ``auto_rewrite``: ``auto`` with the model itself putting each task as the operation it asks for before
+  preselection searches it (:func:`~prompt_composer.agent.rewriting.model_rewriter`, one short request a task).
 
 Tasks run variant by variant, so a variant's stable prefix stays in a single-slot server's cache from one task
 to the next, as it would in a real agent's session. The loop stops at the task's choice (or a final answer, or
@@ -65,6 +67,7 @@ Variant = Literal[
     "auto_native",
     "auto_stubs",
     "auto_shortlist_stubs",
+    "auto_rewrite",
 ]
 VARIANTS: tuple[Variant, ...] = get_args(Variant)
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
@@ -161,7 +164,7 @@ def variant_registry(
     config = registry.mode(mode).config
     if variant == "discovery":
         changed = config.model_copy(update={"discovery": True})
-    elif variant in ("auto", "auto_native", "auto_stubs", "auto_shortlist_stubs"):
+    elif variant in ("auto", "auto_native", "auto_stubs", "auto_shortlist_stubs", "auto_rewrite"):
         tiers = config.tiers or TierConfig(context_tokens=context_tokens)
         if variant == "auto_stubs":
             tiers = tiers.model_copy(update={"stubs": True})
@@ -309,6 +312,7 @@ def run_bench(
     from ..core.composer import Composer
     from ..discovery.search import ToolSearch
     from .results import StopLoop
+    from .rewriting import model_rewriter
     from .wrapping import wrap
 
     unknown = [v for v in variants if v not in VARIANTS]
@@ -325,7 +329,7 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs", "auto_shortlist_stubs")
+        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs", "auto_shortlist_stubs", "auto_rewrite")
         search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
@@ -342,6 +346,9 @@ def run_bench(
                 baseline=variant == "static",
                 search=search,
                 native="emulate" if variant in ("native", "auto_native") else False,
+                rewriter=model_rewriter(client, model=model, extra_body=extra_body)
+                if variant == "auto_rewrite"
+                else None,
             )
             executors = _executors(registry.mode(mode).allowed, task.workspace)
             start = time.perf_counter()

@@ -3,12 +3,13 @@ the model, without touching the prompt's cached prefix.
 
 Before a request goes out, the newest user message with text of its own (not tool results) is preselected once per
 task (:func:`~prompt_composer.discovery.preselect.preselect`); the choice is recorded in the task session under a
-digest of the message's text. A catalog or name tool (tiered modes) or a tool of a discovery mode joins the tools
-appended at the end of the tool list; a tool the model can already call but sees only briefly has its full text
-delivered instead. Either way a short note goes at the end of that user message, rebuilt the same way on every
-request from the record, so the conversation a provider caches never changes behind it. A tool's full text goes in
-the first note of the conversation that names it; a later note names it as documented above. The note also names
-the preselection's shortlist (the next tools of the ranking, each with a summary of at most
+digest of the message's text. With a ``rewriter`` (:mod:`prompt_composer.discovery.rewrite`) the line that puts the
+message as an operation is searched before its words. A catalog or name tool (tiered modes) or a tool of a discovery
+mode joins the tools appended at the end of the tool list; a tool the model can already call but sees only briefly
+has its full text delivered instead. Either way a short note goes at the end of that user message, rebuilt the same
+way on every request from the record, so the conversation a provider caches never changes behind it. A tool's full
+text goes in the first note of the conversation that names it; a later note names it as documented above. The note
+also names the preselection's shortlist (the next tools of the ranking, each with a summary of at most
 :data:`SHORTLIST_WORDS` words), recorded with it: callable, not loaded.
 """
 
@@ -25,6 +26,7 @@ from ..core.registry import Registry
 from ..core.session import TaskSession
 from ..core.tiers import summary
 from ..discovery.preselect import preselect
+from ..discovery.rewrite import searched_text
 from .state import TaskState
 
 NOTE_HEAD = "[prompt-composer] Tools a search of this request found:"
@@ -77,7 +79,8 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
         newest = wanted[-1][1]
         key = message_key(newest)
         if key not in records:
-            found = preselect(state.searcher.get(), state.mode, newest, config)
+            searched, _ = searched_text(newest, state.rewriter)
+            found = preselect(state.searcher.get(), state.mode, searched, config)
             recorded = session.preselect(key, found.tools, found.shortlist)
             if recorded is not None:
                 _expand_brief(state, session, recorded)

@@ -18,6 +18,7 @@ from ..core.prompt import ComposedPrompt, SystemInfo
 from ..core.registry import Registry, load_registry
 from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..core.tiers import Tiers
+from ..discovery.rewrite import RequestRewriter
 from ..discovery.search import LazySearch, ToolSearch
 from ..learn.events import EventLog
 
@@ -50,7 +51,9 @@ class WrapOptions(TypedDict, total=False):
     event per request, tool call, fetch, search, refusal and promotion of the loop; it never slows the loop down.
     ``native=True`` compiles the mode to the provider's own tool deferral (every tool but the permanent and recent
     ones deferred, loaded by references in the answers to ``tool_search`` and the fetch tool); ``"emulate"`` runs
-    the same conversation on a server that cannot defer, the loop appending the loaded tools itself.
+    the same conversation on a server that cannot defer, the loop appending the loaded tools itself. ``rewriter``
+    (e.g. :func:`~prompt_composer.agent.rewriting.model_rewriter`) puts each new user message of a preselecting
+    mode as the operation it asks for, searched before the message's own words.
 
     OpenAI clients only: ``api`` picks the API ``run()`` speaks, ``"chat_completions"`` (the default, what every
     OpenAI-compatible server copies) or ``"responses"`` (the only one with tool deferral: ``native=True`` needs it);
@@ -69,6 +72,7 @@ class WrapOptions(TypedDict, total=False):
     baseline: bool
     events: EventLog | None
     native: bool | Literal["emulate"]
+    rewriter: RequestRewriter | None
     api: Literal["chat_completions", "responses"]
     hosted_search: bool
 
@@ -91,6 +95,7 @@ class TaskState:
         baseline: bool = False,
         events: EventLog | None = None,
         native: bool | Literal["emulate"] = False,
+        rewriter: RequestRewriter | None = None,
     ) -> None:
         self.live = registry if isinstance(registry, LiveRegistry) else None
         if isinstance(registry, LiveRegistry):
@@ -123,6 +128,9 @@ class TaskState:
                 f"events takes an EventLog (EventLog(sink) in front of a sink), not {type(events).__name__}"
             )
         self.events = events
+        if rewriter is not None and not callable(rewriter):
+            raise TypeError(f"rewriter takes a callable (text -> line), not {type(rewriter).__name__}")
+        self.rewriter = rewriter
         # Per registry version (a LiveRegistry's): its composer with this state's context, and its search.
         self._versions: dict[str, tuple[Composer, LazySearch]] = {self.registry.fingerprint: (composer, self.searcher)}
 

@@ -21,7 +21,7 @@ DEFAULT_MODEL = "local"  # llama.cpp's server ignores the name; pass --model for
 # holds them equal to agent.bench's VARIANTS and DEFAULT_CONTEXT_TOKENS).
 VARIANTS = (
     "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs",
-    "auto_shortlist_stubs",
+    "auto_shortlist_stubs", "auto_rewrite",
 )  # fmt: skip
 DEFAULT_CONTEXT_TOKENS = 16_384
 

@@ -14,6 +14,7 @@ from prompt_composer import Registry
 from prompt_composer.agent.bench import VARIANTS, BenchTask, load_tasks, run_bench, variant_registry
 from prompt_composer.cli import main
 from prompt_composer.core.builtins import FETCH_TOOL_NAME
+from prompt_composer.discovery.rewrite import REWRITE_SYSTEM
 from prompt_composer.errors import InputFileError
 from prompt_composer.testing.replies import error_reply, text_reply, tool_use_reply
 from prompt_composer.testing.server import ScriptedMessagesServer
@@ -150,12 +151,19 @@ def test_each_variant_sends_its_own_prompt() -> None:
     task = BenchTask("t", "go", ("glob",))
     # Arguments that fit glob's schema: a call that cannot be right would not run (the recovery answers it).
     script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")] * len(VARIANTS)
+    # auto_rewrite (the last variant) first asks the model for the task as an operation.
+    assert VARIANTS[-1] == "auto_rewrite"
+    script.insert(-2, text_reply("find files by a name pattern"))
     with served(script) as (server, sdk):
         report = run_bench(sdk, REG, "work", [task], model="m")
         sent = bodies(server)
     assert list(report.variants) == list(VARIANTS)
-    names = [[t["name"] for t in body["tools"]] for body in sent]
-    descriptions = [{t["name"]: t["description"] for t in body["tools"]} for body in sent]
+    rewrite = sent[-3]
+    assert rewrite["system"] == REWRITE_SYSTEM and "tools" not in rewrite
+    assert rewrite["messages"][-1] == {"role": "user", "content": "go"}
+    assert report.variants["auto_rewrite"].requests == 2  # the rewrite is not a request of the task
+    names = [[t["name"] for t in body["tools"]] for body in sent if body is not rewrite]
+    descriptions = [{t["name"]: t["description"] for t in body["tools"]} for body in sent if body is not rewrite]
     static, composed, every_turn, discovery = (names[i : i + 2] for i in range(0, 8, 2))
     # static: every allowed tool in full, no fetch tool, the same on every request.
     assert static[0] == static[1] == ["read_file", "glob", "list_files"]

@@ -1,0 +1,77 @@
+"""A :class:`~prompt_composer.discovery.rewrite.RequestRewriter` backed by a model, through a provider SDK client:
+``wrap(client, ..., rewriter=model_rewriter(client, model=...))`` has each new user message put as the operation it
+asks for before preselection searches it (docs/tool-choice.md, "The request as an operation").
+
+The client is the plain SDK client (not a wrapped one: the rewrite is not a turn of the task, and is neither
+composed nor logged as one), synchronous: an ``anthropic.Anthropic`` (Messages API) or an ``openai.OpenAI`` (Chat
+Completions, which every OpenAI-compatible server speaks). No SDK is imported here; the client's own methods are
+called.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from ..discovery.rewrite import REWRITE_EXAMPLES, REWRITE_MAX_TOKENS, REWRITE_SYSTEM, RequestRewriter
+
+
+def _create(client: Any) -> tuple[str, Any]:
+    """The provider of ``client`` and the method that sends a request."""
+    packages = {cls.__module__.partition(".")[0] for cls in type(client).__mro__}
+    if "anthropic" in packages:
+        provider, create = "anthropic", client.messages.create
+    elif "openai" in packages:
+        provider, create = "openai", client.chat.completions.create
+    else:
+        raise TypeError(
+            f"model_rewriter() takes an anthropic.Anthropic or openai.OpenAI client, not {type(client).__name__}"
+        )
+    if inspect.iscoroutinefunction(inspect.unwrap(create)):
+        raise TypeError(
+            f"model_rewriter() takes a synchronous client, not {type(client).__name__}: preselection asks it while "
+            "the request it prepares waits"
+        )
+    return provider, create
+
+
+def _turns(text: str) -> list[dict[str, str]]:
+    turns: list[dict[str, str]] = []
+    for request, operation in REWRITE_EXAMPLES:
+        turns += [{"role": "user", "content": request}, {"role": "assistant", "content": operation}]
+    return [*turns, {"role": "user", "content": text}]
+
+
+def _anthropic_text(response: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in getattr(response, "content", None) or ())
+
+
+def _openai_text(response: Any) -> str:
+    choices = getattr(response, "choices", None) or ()
+    message = getattr(choices[0], "message", None) if choices else None
+    return getattr(message, "content", None) or ""
+
+
+def model_rewriter(
+    client: Any,
+    *,
+    model: str,
+    max_tokens: int = REWRITE_MAX_TOKENS,
+    extra_body: Mapping[str, Any] | None = None,
+) -> RequestRewriter:
+    """A rewriter asking ``model`` through ``client`` (see the module docstring), at most ``max_tokens`` tokens an
+    answer; ``extra_body`` goes with each request (e.g. ``{"temperature": 0}`` for a local server)."""
+    provider, create = _create(client)
+    body = dict(extra_body or {})
+
+    def rewrite(text: str, /) -> str | None:
+        if provider == "anthropic":
+            response = create(
+                model=model, max_tokens=max_tokens, system=REWRITE_SYSTEM, messages=_turns(text), extra_body=body
+            )
+            return _anthropic_text(response)
+        messages = [{"role": "system", "content": REWRITE_SYSTEM}, *_turns(text)]
+        return _openai_text(create(model=model, max_tokens=max_tokens, messages=messages, extra_body=body))
+
+    return rewrite

@@ -1,0 +1,170 @@
+"""The request as an operation: a model puts a new user message in generic words before preselection searches it
+(``wrap(..., rewriter=model_rewriter(sdk, model=...))``). The real SDKs against the scripted server (exact
+protocol); what the line changes in the search, on a small registry with the keyword search."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from prompt_composer import Composer, Registry
+from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.rewriting import model_rewriter
+from prompt_composer.core.modes import PreselectConfig, TierConfig
+from prompt_composer.discovery.rewrite import (
+    MAX_REWRITE_WORDS,
+    REWRITE_EXAMPLES,
+    REWRITE_SYSTEM,
+    searched_text,
+    usable_rewrite,
+)
+from prompt_composer.learn.events import EventLog, JsonlSink, read_events
+from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.server import ScriptedMessagesServer
+from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served
+
+SMALL = TierConfig(share=0.004, context_tokens=200_000)  # only catalog lines fit: a preselected tool is appended
+REG = Registry.from_docs(
+    TRAVEL_DOCS,
+    [make_mode("auto", groups=["read", "mcp"], tiers=SMALL, preselect=PreselectConfig(k=2, min_confidence=0.1))],
+)
+COMPOSER = Composer(REG)
+# No word of the request is in weather_lookup's doc: the keyword search alone finds nothing to load.
+REQUEST = "should I pack an umbrella for Lyon tomorrow?"
+
+
+def names(body: dict[str, Any]) -> list[str]:
+    return [t["name"] for t in body.get("tools", [])]
+
+
+# ------------------------------------------------------------------------------------------- the guard
+
+
+@pytest.mark.parametrize(
+    ("answer", "line"),
+    [
+        ("get the weather forecast for a city", "get the weather forecast for a city"),
+        ('  "Get the weather forecast for a city."\nextra words', "Get the weather forecast for a city"),
+        ("\n\nconvert an amount between currencies.", "convert an amount between currencies"),
+        ("none", None),
+        ("None.", None),
+        ("", None),
+        (None, None),
+        ("   ", None),
+        (" ".join(["word"] * (MAX_REWRITE_WORDS + 1)), None),  # an answer to the message, not its operation
+    ],
+)
+def test_a_rewrite_is_searched_only_when_it_is_one_short_line_naming_an_operation(
+    answer: str | None, line: str | None
+) -> None:
+    assert usable_rewrite(answer) == line
+
+
+def test_the_line_is_searched_before_the_request_and_a_failing_rewriter_leaves_the_request_as_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert searched_text(REQUEST, lambda text: "get the weather forecast") == (
+        f"get the weather forecast. {REQUEST}",
+        "get the weather forecast",
+    )
+    assert searched_text(REQUEST, lambda text: "none") == (REQUEST, None)
+    assert searched_text(REQUEST, None) == (REQUEST, None)
+
+    def down(text: str) -> str:
+        raise ConnectionError("model server is down")
+
+    with caplog.at_level(logging.WARNING, logger="prompt_composer"):
+        assert searched_text(REQUEST, down) == (REQUEST, None)
+    assert "request rewriter failed (ConnectionError: model server is down)" in caplog.text
+
+
+def test_the_prompt_names_no_tool_of_any_catalog_and_asks_for_one_line() -> None:
+    shown = " ".join([REWRITE_SYSTEM, *(f"{a} {b}" for a, b in REWRITE_EXAMPLES)]).lower()
+    for word in ("notion", "github", "playwright", "chrome", "git ", "memory", "filesystem", "browser", "weather_"):
+        assert word not in shown
+    assert "one line" in REWRITE_SYSTEM and all(len(b.split()) <= MAX_REWRITE_WORDS for _, b in REWRITE_EXAMPLES)
+
+
+# ------------------------------------------------------------------------------------------- the SDK clients
+
+
+def test_an_anthropic_rewriter_sends_the_examples_as_turns_and_reads_the_text() -> None:
+    with ScriptedMessagesServer([text_reply("get the weather forecast for a city")]) as server:
+        sdk = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        rewrite = model_rewriter(sdk, model="small", extra_body={"temperature": 0})
+        assert rewrite(REQUEST) == "get the weather forecast for a city"
+        (body,) = bodies(server)
+    assert body["model"] == "small" and body["system"] == REWRITE_SYSTEM and body["temperature"] == 0
+    assert "tools" not in body and body["max_tokens"] <= 64
+    turns = body["messages"]
+    assert len(turns) == 2 * len(REWRITE_EXAMPLES) + 1
+    assert [t["role"] for t in turns[:2]] == ["user", "assistant"] and turns[-1] == {"role": "user", "content": REQUEST}
+
+
+def test_an_openai_rewriter_speaks_chat_completions() -> None:
+    with ScriptedMessagesServer([text_reply("convert an amount between currencies")]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url + "/v1", api_key="k", max_retries=0)
+        rewrite = model_rewriter(sdk, model="small")
+        assert rewrite("how much is 30 quid in euros") == "convert an amount between currencies"
+        (body,) = [r.body for r in server.requests if r.path == "/v1/chat/completions"]
+    assert body["messages"][0] == {"role": "system", "content": REWRITE_SYSTEM}
+    assert body["messages"][-1] == {"role": "user", "content": "how much is 30 quid in euros"}
+
+
+def test_model_rewriter_refuses_an_async_client_and_anything_else_by_name() -> None:
+    with pytest.raises(TypeError, match="synchronous client, not AsyncAnthropic"):
+        model_rewriter(anthropic.AsyncAnthropic(api_key="k"), model="m")
+    with pytest.raises(TypeError, match="synchronous client, not AsyncOpenAI"):
+        model_rewriter(openai.AsyncOpenAI(api_key="k"), model="m")
+    with pytest.raises(TypeError, match="not dict"):
+        model_rewriter({}, model="m")
+
+
+# ------------------------------------------------------------------------------------------- in the loop
+
+
+def test_preselection_searches_the_rewritten_line_once_per_message_and_loads_what_it_names(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    asked: list[str] = []
+
+    def rewriter(text: str) -> str:
+        asked.append(text)
+        return "look up the weather forecast for a city"
+
+    script = [tool_use_reply(("w1", "weather_lookup", {"city": "Lyon"})), text_reply("Take it.")]
+    events = EventLog(JsonlSink(log), include_content=True)
+    with served(script) as (server, sdk):
+        client = wrap(sdk, composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter, events=events)
+        client.run(REQUEST, model="m", executors={"weather_lookup": lambda i: "rain"})
+        first, second = bodies(server)
+    events.close()
+    assert asked == [REQUEST]  # once for the task's message, not again on the request after the tool ran
+    assert names(first)[-1] == "weather_lookup" and names(second) == names(first)
+    # The model reads the user's words and the note, never the rewritten line.
+    note = message_text(first["messages"][0])
+    assert note.startswith(REQUEST + "\n\n[prompt-composer]") and "look up the weather" not in note
+    (event,) = [e for e in read_events([log])[0] if e["event"] == "preselect"]
+    assert event["tools"][0] == "weather_lookup"
+    assert event["query"] == f"look up the weather forecast for a city. {REQUEST}"
+
+
+def test_without_a_rewriter_or_with_a_failing_one_the_request_is_searched_as_written() -> None:
+    def down(text: str) -> str:
+        raise TimeoutError("no answer")
+
+    for rewriter in (None, down):
+        with served([text_reply("Maybe.")]) as (server, sdk):
+            client = wrap(sdk, composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter)
+            assert client.run(REQUEST, model="m").text == "Maybe."
+            (body,) = bodies(server)
+        assert "weather_lookup" not in names(body)  # the keyword search finds nothing in the words as written
+
+
+def test_a_rewriter_that_is_not_callable_is_refused_at_wrap() -> None:
+    with pytest.raises(TypeError, match="rewriter takes a callable"):
+        wrap(anthropic.Anthropic(api_key="k"), composer=COMPOSER, mode="auto", task_id="t", rewriter="yes")  # type: ignore[typeddict-item]
