@@ -2,7 +2,7 @@
 
 Run: python3 benchmarks/bench_agent.py [--per-set N] [--sets coding,bfcl,metatool,large] [--large-tasks N]
      [--split tune|heldout] [--large-file FILE]
-     [--variants ...] [--json FILE]
+     [--variants ...] [--rewrite-url URL] [--json FILE]
 Needs `prompt-composer model setup` and `pip install --no-deps bfcl-eval==2026.3.23` (its data only). The
 `large` set (benchmarks/large_catalog.py: 300+ real MCP tools from ../shared/corpora) is opt-in: `--sets large`.
 Takes about an hour on 2 cores (most of it the cold 12k-token static prompt of the coding set and every_turn's
@@ -33,6 +33,7 @@ from benchmarks.agent_tasks import TaskSet, build_bfcl, build_metatool, coding_s
 from benchmarks.large_catalog import LARGE_TASKS, build_large
 from prompt_composer import load_registry
 from prompt_composer.agent.bench import VARIANTS, BenchReport, Variant, load_tasks, run_bench
+from prompt_composer.agent.rewriting import model_rewriter
 from prompt_composer.local.server import LocalModelServer
 
 # Six of the sixteen coding tasks (a run of all of them takes hours on 2 cores): three whose right tool is brief
@@ -142,6 +143,11 @@ def main() -> int:
         default=LARGE_TASKS,
         help="the large set's task file (default: tasks.jsonl; benchmarks/agent/large/BLIND.md before the blind one)",
     )
+    parser.add_argument(
+        "--rewrite-url",
+        help="a Messages API server of its own for auto_rewrite's rewrites (e.g. a second `prompt-composer model "
+        "serve`; default: the bench's server, whose one slot then loses each task's cached prefix to the rewrite)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every outcome as JSON")
     args = parser.parse_args()
     wanted = set_names(args.sets)
@@ -149,6 +155,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, LocalModelServer(ctx=16384, timeout=300) as server:
         sets = build_sets(Path(tmp), wanted, per_set=args.per_set, large=args.large_file)
         sdk = anthropic.Anthropic(base_url=server.base_url, api_key="local", timeout=1800)
+        rewriting = (
+            anthropic.Anthropic(base_url=args.rewrite_url, api_key="local", timeout=300) if args.rewrite_url else None
+        )
+        rewriter = model_rewriter(rewriting, model="local", extra_body={"temperature": 0}) if rewriting else None
         for task_set in sets:
             registry = load_registry(task_set.docs)
             tasks = load_tasks(task_set.tasks)
@@ -180,6 +190,7 @@ def main() -> int:
                 variants=[cast(Variant, v) for v in variants],
                 extra_body={"temperature": 0},
                 progress=lambda line: print(line, file=sys.stderr, flush=True),
+                rewriter=rewriter,
             )
             permanent = set(registry.mode(task_set.mode).permanent)
             print("\n".join(table(f"{task_set.name} ({len(tasks)} tasks, mode {task_set.mode})", report, permanent)))
@@ -189,6 +200,8 @@ def main() -> int:
                 "outcomes": [vars(o) for o in report.outcomes],
             }
         sdk.close()
+        if rewriting is not None:
+            rewriting.close()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -54,6 +54,7 @@ from ..errors import InputFileError, PromptComposerError
 from ..shared.files import json_lines, line_error
 
 if TYPE_CHECKING:
+    from ..discovery.rewrite import RequestRewriter
     from .results import Iteration
 
 Variant = Literal[
@@ -306,9 +307,12 @@ def run_bench(
     extra_body: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    rewriter: RequestRewriter | None = None,
 ) -> BenchReport:
     """Run every task once per variant through the tool loop over ``client`` (an ``anthropic.Anthropic`` or an
-    ``openai.OpenAI``). ``context_tokens`` is the model's context: ``auto`` sizes its tiers to it."""
+    ``openai.OpenAI``). ``context_tokens`` is the model's context: ``auto`` sizes its tiers to it. ``auto_rewrite``
+    asks ``rewriter`` (default: ``model`` over ``client``; a single-slot local server then loses the task's cached
+    prefix to each rewrite, which a rewriter of its own avoids)."""
     from ..core.composer import Composer
     from ..discovery.search import ToolSearch
     from .results import StopLoop
@@ -346,7 +350,7 @@ def run_bench(
                 baseline=variant == "static",
                 search=search,
                 native="emulate" if variant in ("native", "auto_native") else False,
-                rewriter=model_rewriter(client, model=model, extra_body=extra_body)
+                rewriter=(rewriter or model_rewriter(client, model=model, extra_body=extra_body))
                 if variant == "auto_rewrite"
                 else None,
             )

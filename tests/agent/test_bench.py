@@ -313,3 +313,19 @@ def test_auto_stubs_declares_the_unlisted_tools_as_stubs_and_sends_what_loads_in
     assert report.variants["auto_stubs"].first_tool_accuracy == 1.0
     tiers = variant_registry(REG, "work", "auto_stubs", context_tokens=1000).mode("work").config.tiers
     assert tiers is not None and tiers.stubs
+
+
+def test_auto_rewrite_asks_a_rewriter_of_its_own_when_given_one() -> None:
+    asked: list[str] = []
+
+    def rewriter(text: str) -> str:
+        asked.append(text)
+        return "find files by a name pattern"
+
+    task = BenchTask("t", "go", ("glob",))
+    script = [tool_use_reply(("glob", {"path": "*"})), text_reply("ok")]
+    with served(script) as (server, sdk):
+        report = run_bench(sdk, REG, "work", [task], model="m", variants=["auto_rewrite"], rewriter=rewriter)
+        sent = bodies(server)
+    assert asked == ["go"] and all("tools" in body for body in sent)  # nothing went to the bench's server for it
+    assert report.variants["auto_rewrite"].requests == 2
