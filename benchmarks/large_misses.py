@@ -4,13 +4,14 @@ Reads the JSON that ``bench_agent.py --sets large --json FILE`` wrote and recomp
 preselection put in front of the model for each task (the same search and defaults as the run's ``auto`` variant:
 :func:`benchmarks.retrieval_large.outcome`). A miss is then one of:
 
-- *not loaded*: no right tool was loaded, permanent or shortlisted (retrieval's miss; ``auto`` only);
+- *not loaded*: no right tool was loaded, permanent or shortlisted (retrieval's miss; ``auto`` and ``auto_rewrite``
+  only, the latter recomputed with the rewrites of ``--rewrites FILE``, as ``retrieval_large.py`` reads them);
 - *shortlisted, not called*: a right tool was only named in the shortlist, and the model called something else;
 - *sibling called*: a right tool was in front of the model (loaded in ``auto``; handed over in ``oracle``; in
   ``discovery`` the model searches itself) and the model called another tool of the same server;
 - *other*: another tool called, no call at all, or the run ended in an error or an overflow.
 
-Run: ``python3 benchmarks/large_misses.py RESULTS.json [--docs DIR] [--tasks FILE] [--markdown]``.
+Run: ``python3 benchmarks/large_misses.py RESULTS.json [--docs DIR] [--tasks FILE] [--rewrites FILE] [--markdown]``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from prompt_composer.discovery.search import ToolSearch
 
 __all__ = ["classify"]
 
+PRESELECTING = ("auto", "auto_rewrite")  # the variants whose preselection is recomputed here
+
 
 def server_of(registry: Registry, name: str | None) -> str | None:
     doc = registry.tools.get(name or "")
@@ -49,7 +52,7 @@ def classify(run: dict[str, Any], offline: TaskOutcome | None, registry: Registr
         return "other"
     expected = tuple(run.get("expected") or ())
     choice = run.get("choice")
-    if run["variant"] == "auto" and offline is not None and not offline.covered:
+    if run["variant"] in PRESELECTING and offline is not None and not offline.covered:
         if not offline.listed:
             return "not loaded"
         return "shortlisted, not called"
@@ -65,7 +68,9 @@ def main() -> int:
     parser.add_argument("--docs", type=Path, default=None, help="a large-catalog docs folder built before")
     parser.add_argument("--markdown", action="store_true", help="print the per-task table as Markdown")
     parser.add_argument("--tasks", type=Path, default=LARGE_TASKS, help="the run's task file (default: tasks.jsonl)")
+    parser.add_argument("--rewrites", type=Path, help="auto_rewrite's answers (JSON, task id -> line)")
     args = parser.parse_args()
+    rewrites: dict[str, str] = json.loads(args.rewrites.read_text(encoding="utf-8")) if args.rewrites else {}
     outcomes = json.loads(args.results.read_text(encoding="utf-8"))["large"]["outcomes"]
     tasks = {t.id: t for t in load_tasks(args.tasks)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,10 +79,13 @@ def main() -> int:
         mode = registry.mode(LARGE_MODE)
         search = ToolSearch(registry)
         config = mode.config.preselect or PreselectConfig()
-        offline = {i: outcome(search, registry, mode, tasks[i], config, None) for i in {o["task"] for o in outcomes}}
+        ids = {o["task"] for o in outcomes}
+        offline = {i: outcome(search, registry, mode, tasks[i], config, None) for i in ids}
+        rewritten = {i: outcome(search, registry, mode, tasks[i], config, None, None, rewrites.get(i)) for i in ids}
     variants = list(dict.fromkeys(o["variant"] for o in outcomes))
     by = {(o["task"], o["variant"]): o for o in outcomes}
-    classes = {key: classify(o, offline[key[0]], registry) for key, o in by.items()}
+    found_for = {"auto_rewrite": rewritten}
+    classes = {key: classify(o, found_for.get(key[1], offline)[key[0]], registry) for key, o in by.items()}
     for variant in variants:
         counts = Counter(c for (_, v), c in classes.items() if v == variant)
         n = sum(counts.values())
@@ -85,11 +93,15 @@ def main() -> int:
         print(f"{variant:10} {counts['hit']}/{n} right ({counts['hit'] / n:.0%}); misses: {parts or 'none'}")
     if args.markdown:
         print()
-        print("| task | right tool | preselection | " + " | ".join(variants) + " |")
-        print("|---|---|---|" + "---|" * len(variants))
+        both = "auto_rewrite" in variants
+        heads = "preselection | with the rewrite" if both else "preselection"
+        print(f"| task | right tool | {heads} | " + " | ".join(variants) + " |")
+        print("|---|---|---|" + "---|" * (len(variants) + both))
         for task_id in dict.fromkeys(o["task"] for o in outcomes):
-            found = offline[task_id]
-            seen = "loaded" if found.covered else "shortlisted" if found.listed else f"rank {found.rank}"
+            seen = " | ".join(
+                "loaded" if found.covered else "shortlisted" if found.listed else f"rank {found.rank}"
+                for found in ((offline[task_id], rewritten[task_id]) if both else (offline[task_id],))
+            )
             cells = []
             for variant in variants:
                 o = by.get((task_id, variant))

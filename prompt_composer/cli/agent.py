@@ -90,6 +90,12 @@ def _register_run(sub: Any) -> None:
         "tool_search) instead of the loop's own search",
     )
     p.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="in a mode with preselect: the model first puts the task as the operation it asks for, in one line "
+        "that preselection searches before the task's words (one short request more)",
+    )
+    p.add_argument(
         "--max-iterations", type=positive_int, default=25, help="model requests for the task at most (default: 25)"
     )
     p.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default: 4096)")
@@ -219,6 +225,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.native and (config.tool_style == "text" or config.discovery):
         print(f"error: mode {args.mode!r} cannot use --native: it is a text-style or discovery mode", file=sys.stderr)
         return 2
+    if args.rewrite and config.preselect is None:
+        print(f"error: --rewrite needs a mode with preselect; mode {args.mode!r} has none", file=sys.stderr)
+        return 2
     search = search_for(args, registry)  # so does an unreadable --learn-from log
     try:
         executors: dict[str, Any] = dict(workspace_executors(args.workspace))
@@ -264,10 +273,15 @@ def _run_task(
     import uuid
 
     from ..agent.results import MaxIterationsError, partial_result
+    from ..agent.rewriting import model_rewriter
     from ..agent.wrapping import wrap
     from ..core.prompt import SystemInfo
 
     responses = {"api": "responses", "hosted_search": args.hosted_search} if args.provider == "openai-responses" else {}
+    model = args.model or RUN_MODELS[args.provider]
+    # As a raw body field: the same spelling for both SDKs and every OpenAI-compatible server.
+    body = {} if args.temperature is None else {"temperature": args.temperature}
+    rewriter = model_rewriter(sdk.client, model=model, extra_body=body) if args.rewrite else None
     with sdk.client:
         # The system information section (workspace, OS, shell, today's date) is read here, once per run: it
         # is an input of composition, so `compose` (and the golden prompts) stay deterministic.
@@ -281,17 +295,17 @@ def _run_task(
             events=events,
             search=search,
             native="emulate" if args.native == "emulate" else args.native == "provider",
+            rewriter=rewriter,
             **responses,
         )
         try:
             result = client.run(
                 args.task,
-                model=args.model or RUN_MODELS[args.provider],
+                model=model,
                 max_tokens=args.max_tokens,
                 executors=executors,
                 max_iterations=args.max_iterations,
-                # As a raw body field: the same spelling for both SDKs and every OpenAI-compatible server.
-                **({} if args.temperature is None else {"extra_body": {"temperature": args.temperature}}),
+                **({"extra_body": body} if body else {}),
             )
             code = 0
         except (MaxIterationsError, sdk.api_error) as exc:

@@ -489,3 +489,19 @@ def test_a_call_of_an_imported_tool_reaches_its_real_mcp_server(sdk: anthropic.A
     assert_every_call_answered(result)
     answer = json.loads(calls[0].output)  # the real server's JSON, for the zone the model asked about
     assert answer["timezone"] == calls[0].input["timezone"] and "datetime" in answer
+
+
+def test_the_model_puts_a_request_as_one_short_line_searched_before_its_words(sdk: anthropic.Anthropic) -> None:
+    from prompt_composer.agent.rewriting import model_rewriter
+    from prompt_composer.discovery.rewrite import MAX_REWRITE_WORDS, REWRITE_MAX_TOKENS, searched_text
+
+    request = "hop this repo back over to main, everything here is committed"
+    rewriter = model_rewriter(sdk, model="local", extra_body=TEMPERATURE)
+    answer = rewriter(request)
+    assert isinstance(answer, str) and answer.strip()  # an answer came back, as text
+    assert len(answer.split()) <= 2 * REWRITE_MAX_TOKENS  # within the bound asked for (words, not tokens)
+    searched, line = searched_text(request, rewriter)
+    if line is None:  # an answer that is not one short line is not searched: the request goes as written
+        assert searched == request
+    else:
+        assert searched == f"{line}. {request}" and "\n" not in line and len(line.split()) <= MAX_REWRITE_WORDS

@@ -166,3 +166,36 @@ def test_run_learns_search_phrasings_from_an_event_log(
         assert main([*missing, "--learn-from", str(tmp_path / "nope.jsonl")]) == 2
         assert server.requests == []
     assert "cannot read the event log" in capsys.readouterr().err
+
+
+def test_run_rewrite_asks_the_model_for_the_operation_before_preselection_searches(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --rewrite``: one request for the task's operation (no tools), then the task, whose preselection note
+    names what the line found; a mode without preselect is refused before any request."""
+    from prompt_composer.discovery.rewrite import REWRITE_SYSTEM
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "tool_docs", docs)
+    (docs / "modes" / "pick.yaml").write_text(
+        "slug: pick\nname: Pick\nrole: You answer questions about the code.\n"
+        "include: [read_file, search_files, list_code_definitions, glob, list_files]\npermanent: [read_file]\n"
+        "recent_size: 2\n"
+        "budget_tokens: 100000\npreselect: {k: 1, min_confidence: 0.1}\n",
+        encoding="utf-8",
+    )
+    base = ["--docs", str(docs), "run", "--task", "Summon the oracle.", "--workspace", str(workspace)]
+    script = [text_reply("list the class and function definitions in source code files"), text_reply("Done.")]
+    with ScriptedMessagesServer(script) as server:
+        code = main([*base, "--mode", "pick", "--base-url", server.base_url, "--rewrite", "--temperature", "0"])
+        rewrite, task = (r.body for r in server.requests)
+    assert code == 0 and "Done." in capsys.readouterr().out
+    assert rewrite["system"] == REWRITE_SYSTEM and "tools" not in rewrite and rewrite["temperature"] == 0
+    assert rewrite["messages"][-1] == {"role": "user", "content": "Summon the oracle."}
+    note = task["messages"][0]["content"][-1]["text"]
+    assert "Tools a search of this request found: list_code_definitions" in note
+    with ScriptedMessagesServer([text_reply("never asked")]) as server:
+        assert main([*base, "--mode", "code", "--base-url", server.base_url, "--rewrite"]) == 2
+        assert server.requests == []
+    assert "--rewrite needs a mode with preselect; mode 'code' has none" in capsys.readouterr().err
