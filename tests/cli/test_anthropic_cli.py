@@ -125,19 +125,26 @@ def test_run_needs_no_key_for_a_server_on_this_machine(
     assert server.requests[0].headers["authorization"] == "Bearer local"
 
 
+def shipped_with_mode(tmp_path: Path, mode: str) -> Path:
+    """A copy of the shipped docs with one more mode (``mode``: its YAML, whose first line names its slug)."""
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "tool_docs", docs)
+    slug = mode.split("\n", 1)[0].removeprefix("slug: ")
+    (docs / "modes" / f"{slug}.yaml").write_text(mode, encoding="utf-8")
+    return docs
+
+
 def test_run_learns_search_phrasings_from_an_event_log(
     tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``run --learn-from LOG``: the loop's ``tool_search`` finds a tool by a request that once led to its use;
     without the log the same request is an explained miss. An unreadable log stops the run before any request."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    docs = tmp_path / "docs"
-    shutil.copytree(REPO / "tool_docs", docs)
-    (docs / "modes" / "find.yaml").write_text(
+    docs = shipped_with_mode(
+        tmp_path,
         "slug: find\nname: Find\nrole: You find the tools you need before you use them.\n"
         "include: [read_file, search_files, list_files]\npermanent: []\nrecent_size: 2\nbudget_tokens: 100000\n"
         "discovery: true\n",
-        encoding="utf-8",
     )
     log = learned_use_log(
         tmp_path / "events.jsonl", query="summon the oracle", tool="search_files", mode="find", provider="anthropic"
@@ -176,14 +183,11 @@ def test_run_rewrite_asks_the_model_for_the_operation_before_preselection_search
     from prompt_composer.discovery.rewrite import REWRITE_SYSTEM
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    docs = tmp_path / "docs"
-    shutil.copytree(REPO / "tool_docs", docs)
-    (docs / "modes" / "pick.yaml").write_text(
+    docs = shipped_with_mode(
+        tmp_path,
         "slug: pick\nname: Pick\nrole: You answer questions about the code.\n"
         "include: [read_file, search_files, list_code_definitions, glob, list_files]\npermanent: [read_file]\n"
-        "recent_size: 2\n"
-        "budget_tokens: 100000\npreselect: {k: 1, min_confidence: 0.1}\n",
-        encoding="utf-8",
+        "recent_size: 2\nbudget_tokens: 100000\npreselect: {k: 1, min_confidence: 0.1}\n",
     )
     base = ["--docs", str(docs), "run", "--task", "Summon the oracle.", "--workspace", str(workspace)]
     script = [text_reply("list the class and function definitions in source code files"), text_reply("Done.")]
