@@ -158,7 +158,9 @@ def main() -> int:
         rewriting = (
             anthropic.Anthropic(base_url=args.rewrite_url, api_key="local", timeout=300) if args.rewrite_url else None
         )
-        rewriter = model_rewriter(rewriting, model="local", extra_body={"temperature": 0}) if rewriting else None
+        rewriter = (
+            model_rewriter(rewriting, model="local", extra_body={"temperature": 0}, timeout=300) if rewriting else None
+        )
         for task_set in sets:
             registry = load_registry(task_set.docs)
             tasks = load_tasks(task_set.tasks)

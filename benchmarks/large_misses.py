@@ -72,6 +72,8 @@ def main() -> int:
     args = parser.parse_args()
     rewrites: dict[str, str] = json.loads(args.rewrites.read_text(encoding="utf-8")) if args.rewrites else {}
     outcomes = json.loads(args.results.read_text(encoding="utf-8"))["large"]["outcomes"]
+    if not rewrites and any(o["variant"] == "auto_rewrite" for o in outcomes):
+        parser.error("the run has auto_rewrite: give its answers with --rewrites FILE (retrieval_large.py's)")
     tasks = {t.id: t for t in load_tasks(args.tasks)}
     with tempfile.TemporaryDirectory() as tmp:
         docs = args.docs or build_large(Path(tmp)).docs

@@ -159,10 +159,12 @@ def rewrite_answers(path: Path, url: str | None, tasks: Sequence[BenchTask]) -> 
         from prompt_composer.agent.rewriting import model_rewriter
 
         with anthropic.Anthropic(base_url=url, api_key="local", timeout=300) as sdk:
-            rewrite = model_rewriter(sdk, model="local", extra_body={"temperature": 0})
-            for task in missing:
-                answers[task.id] = rewrite(task.task) or ""
-        path.write_text(json.dumps(answers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            rewrite = model_rewriter(sdk, model="local", extra_body={"temperature": 0}, timeout=300)
+            try:
+                for task in missing:
+                    answers[task.id] = rewrite(task.task) or ""
+            finally:  # what was asked is kept, even when a later request fails
+                path.write_text(json.dumps(answers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return answers
 
 

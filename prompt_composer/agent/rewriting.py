@@ -16,18 +16,20 @@ from typing import Any
 
 from ..discovery.rewrite import REWRITE_EXAMPLES, REWRITE_MAX_TOKENS, REWRITE_SYSTEM, RequestRewriter
 
+REWRITE_TIMEOUT_S = 30.0  # a cold local model takes a few seconds; a hosted one well under one
 
-def _create(client: Any) -> tuple[str, Any]:
-    """The provider of ``client`` and the method that sends a request."""
+
+def _create(client: Any, timeout: float) -> tuple[str, Any]:
+    """The provider of ``client`` and the method that sends a request (within ``timeout`` seconds, no retries)."""
     packages = {cls.__module__.partition(".")[0] for cls in type(client).__mro__}
-    if "anthropic" in packages:
-        provider, create = "anthropic", client.messages.create
-    elif "openai" in packages:
-        provider, create = "openai", client.chat.completions.create
-    else:
+    if "anthropic" not in packages and "openai" not in packages:
         raise TypeError(
             f"model_rewriter() takes an anthropic.Anthropic or openai.OpenAI client, not {type(client).__name__}"
         )
+    provider = "anthropic" if "anthropic" in packages else "openai"
+    # A rewrite that does not come back soon is not worth waiting for: the request is then searched as written.
+    quick = client.with_options(timeout=timeout, max_retries=0)
+    create = quick.messages.create if provider == "anthropic" else quick.chat.completions.create
     if inspect.iscoroutinefunction(inspect.unwrap(create)):
         raise TypeError(
             f"model_rewriter() takes a synchronous client, not {type(client).__name__}: preselection asks it while "
@@ -59,10 +61,14 @@ def model_rewriter(
     model: str,
     max_tokens: int = REWRITE_MAX_TOKENS,
     extra_body: Mapping[str, Any] | None = None,
+    timeout: float = REWRITE_TIMEOUT_S,
 ) -> RequestRewriter:
     """A rewriter asking ``model`` through ``client`` (see the module docstring), at most ``max_tokens`` tokens an
-    answer; ``extra_body`` goes with each request (e.g. ``{"temperature": 0}`` for a local server)."""
-    provider, create = _create(client)
+    answer, within ``timeout`` seconds and without retries (a rewrite that fails or times out leaves the request
+    searched as written); ``extra_body`` goes with each request (e.g. ``{"temperature": 0}`` for a local server).
+
+    A reasoning model spends tokens before it answers: give it a larger ``max_tokens``, or use a small model."""
+    provider, create = _create(client, timeout)
     body = dict(extra_body or {})
 
     def rewrite(text: str, /) -> str | None:
@@ -72,6 +78,7 @@ def model_rewriter(
             )
             return _anthropic_text(response)
         messages = [{"role": "system", "content": REWRITE_SYSTEM}, *_turns(text)]
-        return _openai_text(create(model=model, max_tokens=max_tokens, messages=messages, extra_body=body))
+        # max_completion_tokens: OpenAI's name (its reasoning models refuse max_tokens); llama.cpp and vLLM honour it.
+        return _openai_text(create(model=model, max_completion_tokens=max_tokens, messages=messages, extra_body=body))
 
     return rewrite

@@ -5,6 +5,7 @@ one request: the registry version, the composed prompt under the policy, the com
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal, Required, TypedDict
@@ -21,6 +22,8 @@ from ..core.tiers import Tiers
 from ..discovery.rewrite import RequestRewriter
 from ..discovery.search import LazySearch, ToolSearch
 from ..learn.events import EventLog
+
+logger = logging.getLogger("prompt_composer")
 
 
 def tool_name(tool: Any) -> str | None:
@@ -130,6 +133,9 @@ class TaskState:
         self.events = events
         if rewriter is not None and not callable(rewriter):
             raise TypeError(f"rewriter takes a callable (text -> line), not {type(rewriter).__name__}")
+        if rewriter is not None and (self.mode.config.preselect is None or self.native == "provider"):
+            why = "has no preselect" if self.mode.config.preselect is None else "defers to the provider (native=True)"
+            logger.warning("rewriter given, but mode %r %s: nothing is preselected, so it is never asked", mode, why)
         self.rewriter = rewriter
         # Per registry version (a LiveRegistry's): its composer with this state's context, and its search.
         self._versions: dict[str, tuple[Composer, LazySearch]] = {self.registry.fingerprint: (composer, self.searcher)}

@@ -228,6 +228,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.rewrite and config.preselect is None:
         print(f"error: --rewrite needs a mode with preselect; mode {args.mode!r} has none", file=sys.stderr)
         return 2
+    if args.rewrite and args.native == "provider":
+        print("error: --rewrite and --native cannot go together: with the provider's deferral nothing is "
+              "preselected (--native emulate can)", file=sys.stderr)  # fmt: skip
+        return 2
     search = search_for(args, registry)  # so does an unreadable --learn-from log
     try:
         executors: dict[str, Any] = dict(workspace_executors(args.workspace))

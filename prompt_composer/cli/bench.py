@@ -23,6 +23,7 @@ VARIANTS = (
     "static", "composed", "every_turn", "discovery", "auto", "oracle", "native", "auto_native", "auto_stubs",
     "auto_shortlist_stubs", "auto_rewrite",
 )  # fmt: skip
+DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "auto_rewrite")
 DEFAULT_CONTEXT_TOKENS = 16_384
 
 
@@ -41,7 +42,10 @@ def register(sub: Any) -> None:
     p.add_argument("--base-url", help="the model server (e.g. `prompt-composer model serve`'s URL)")
     p.add_argument("--provider", choices=tuple(DEFAULT_MODELS), default="anthropic", help=PROVIDER_HELP)
     p.add_argument("--model", default=DEFAULT_MODEL, help="model name (default: local; a hosted API needs a real one)")
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated (default: {','.join(VARIANTS)})")
+    p.add_argument(
+        "--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated, of {','.join(VARIANTS)} (default: "
+        f"all but auto_rewrite, which a single-slot local server pays for with each task's cached prefix)",
+    )  # fmt: skip
     p.add_argument("--max-iterations", type=positive_int, default=4, help="requests per task at most (default: 4)")
     p.add_argument("--max-tokens", type=positive_int, default=512, help="per response (default: 512)")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0)")

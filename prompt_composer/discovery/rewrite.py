@@ -17,6 +17,7 @@ client-backed rewriter is :func:`prompt_composer.agent.rewriting.model_rewriter`
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Protocol
 
@@ -81,6 +82,13 @@ def searched_text(text: str, rewriter: RequestRewriter | None) -> tuple[str, str
         answer = rewriter(text)
     except Exception as exc:  # any failure of an injected model call: search the words as written
         logger.warning("request rewriter failed (%s: %s); searching the request as written", type(exc).__name__, exc)
+        return text, None
+    if answer is not None and not isinstance(answer, str):  # e.g. an async function's coroutine, an SDK response
+        logger.warning(
+            "request rewriter returned %s, not text; searching the request as written", type(answer).__name__
+        )
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: closed, so it does not warn at collection
         return text, None
     line = usable_rewrite(answer)
     return (f"{line}. {text}", line) if line else (text, None)

@@ -493,15 +493,21 @@ def test_a_call_of_an_imported_tool_reaches_its_real_mcp_server(sdk: anthropic.A
 
 def test_the_model_puts_a_request_as_one_short_line_searched_before_its_words(sdk: anthropic.Anthropic) -> None:
     from prompt_composer.agent.rewriting import model_rewriter
-    from prompt_composer.discovery.rewrite import MAX_REWRITE_WORDS, REWRITE_MAX_TOKENS, searched_text
+    from prompt_composer.discovery.rewrite import REWRITE_MAX_TOKENS, searched_text, usable_rewrite
 
     request = "hop this repo back over to main, everything here is committed"
-    rewriter = model_rewriter(sdk, model="local", extra_body=TEMPERATURE)
-    answer = rewriter(request)
-    assert isinstance(answer, str) and answer.strip()  # an answer came back, as text
-    assert len(answer.split()) <= 2 * REWRITE_MAX_TOKENS  # within the bound asked for (words, not tokens)
-    searched, line = searched_text(request, rewriter)
-    if line is None:  # an answer that is not one short line is not searched: the request goes as written
-        assert searched == request
-    else:
-        assert searched == f"{line}. {request}" and "\n" not in line and len(line.split()) <= MAX_REWRITE_WORDS
+    answers: list[str | None] = []
+    rewriter = model_rewriter(sdk, model="local", extra_body=TEMPERATURE, timeout=300)
+
+    def asked(text: str) -> str | None:
+        answers.append(rewriter(text))
+        return answers[-1]
+
+    searched, line = searched_text(request, asked)
+    (answer,) = answers  # one request to the model for one message
+    assert isinstance(answer, str) and answer.strip()  # the real server's reply came back as text
+    assert len(answer.split()) <= 2 * REWRITE_MAX_TOKENS  # within max_tokens (a word takes a token or more)
+    if line is None:  # not one short line (an answer to the message, or "none"): the request goes as written
+        assert searched == request and usable_rewrite(answer) is None
+    else:  # the first line of the answer, searched before the request's own words
+        assert searched == f"{line}. {request}" and line.lower() in answer.lower() and "\n" not in line

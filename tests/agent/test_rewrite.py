@@ -5,6 +5,8 @@ protocol); what the line changes in the search, on a small registry with the key
 from __future__ import annotations
 
 import logging
+import socketserver
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from prompt_composer.core.modes import PreselectConfig, TierConfig
 from prompt_composer.discovery.rewrite import (
     MAX_REWRITE_WORDS,
     REWRITE_EXAMPLES,
+    REWRITE_MAX_TOKENS,
     REWRITE_SYSTEM,
     searched_text,
     usable_rewrite,
@@ -83,6 +86,16 @@ def test_the_line_is_searched_before_the_request_and_a_failing_rewriter_leaves_t
     assert "request rewriter failed (ConnectionError: model server is down)" in caplog.text
 
 
+def test_a_rewriter_that_returns_no_text_leaves_the_request_as_written(caplog: pytest.LogCaptureFixture) -> None:
+    async def coroutine(text: str) -> str:  # an async function given where a plain one is needed
+        return "never awaited"
+
+    with caplog.at_level(logging.WARNING, logger="prompt_composer"):
+        assert searched_text(REQUEST, coroutine) == (REQUEST, None)  # type: ignore[arg-type]
+        assert searched_text(REQUEST, lambda text: {"content": "an SDK response"}) == (REQUEST, None)  # type: ignore[arg-type,return-value]
+    assert "returned coroutine, not text" in caplog.text and "returned dict, not text" in caplog.text
+
+
 def test_the_prompt_names_no_tool_of_any_catalog_and_asks_for_one_line() -> None:
     shown = " ".join([REWRITE_SYSTEM, *(f"{a} {b}" for a, b in REWRITE_EXAMPLES)]).lower()
     for word in ("notion", "github", "playwright", "chrome", "git ", "memory", "filesystem", "browser", "weather_"):
@@ -114,6 +127,30 @@ def test_an_openai_rewriter_speaks_chat_completions() -> None:
         (body,) = [r.body for r in server.requests if r.path == "/v1/chat/completions"]
     assert body["messages"][0] == {"role": "system", "content": REWRITE_SYSTEM}
     assert body["messages"][-1] == {"role": "user", "content": "how much is 30 quid in euros"}
+    # OpenAI's reasoning models refuse max_tokens; every compatible server takes this name.
+    assert body["max_completion_tokens"] == REWRITE_MAX_TOKENS and "max_tokens" not in body
+
+
+def test_a_rewriter_that_times_out_is_not_retried_and_the_request_goes_as_written() -> None:
+    connections: list[int] = []
+    release = threading.Event()
+
+    class Silent(socketserver.BaseRequestHandler):
+        def handle(self) -> None:  # reads the request, never answers
+            connections.append(1)
+            release.wait(10)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Silent) as server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            sdk = anthropic.Anthropic(base_url=url, api_key="k")  # the SDK's own default: 2 retries
+            assert searched_text(REQUEST, model_rewriter(sdk, model="m", timeout=0.3)) == (REQUEST, None)
+        finally:
+            release.set()
+            server.shutdown()
+    assert connections == [1]  # asked once, not retried
 
 
 def test_model_rewriter_refuses_an_async_client_and_anything_else_by_name() -> None:
@@ -168,3 +205,35 @@ def test_without_a_rewriter_or_with_a_failing_one_the_request_is_searched_as_wri
 def test_a_rewriter_that_is_not_callable_is_refused_at_wrap() -> None:
     with pytest.raises(TypeError, match="rewriter takes a callable"):
         wrap(anthropic.Anthropic(api_key="k"), composer=COMPOSER, mode="auto", task_id="t", rewriter="yes")  # type: ignore[typeddict-item]
+
+
+def test_each_new_user_message_is_rewritten_once_and_only_its_own_text() -> None:
+    asked: list[str] = []
+
+    def rewriter(text: str) -> str:
+        asked.append(text)
+        return "look up the weather forecast for a city"
+
+    later = "and what would 40 euros be in yen?"
+    with served([text_reply("Take it."), text_reply("About 6,500."), text_reply("Sure.")]) as (_server, sdk):
+        client = wrap(sdk, composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter)
+        first = [{"role": "user", "content": REQUEST}]
+        client.messages.create(model="m", max_tokens=50, messages=first)
+        second = [*first, {"role": "assistant", "content": "Take it."}, {"role": "user", "content": later}]
+        client.messages.create(model="m", max_tokens=50, messages=second)
+        client.messages.create(model="m", max_tokens=50, messages=second)  # the same messages again: no new ask
+    assert asked == [REQUEST, later]
+
+
+def test_a_rewriter_in_a_mode_without_preselect_is_never_asked_and_wrap_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    plain = Composer(Registry.from_docs(TRAVEL_DOCS, [make_mode("plain", groups=["read", "mcp"])]))
+
+    def rewriter(text: str) -> str:
+        raise AssertionError("asked in a mode without preselect")
+
+    with caplog.at_level(logging.WARNING, logger="prompt_composer"), served([text_reply("ok")]) as (_server, sdk):
+        client = wrap(sdk, composer=plain, mode="plain", task_id="t", rewriter=rewriter)
+        assert client.run(REQUEST, model="m").text == "ok"
+    assert "rewriter given, but mode 'plain' has no preselect" in caplog.text

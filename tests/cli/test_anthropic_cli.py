@@ -203,3 +203,5 @@ def test_run_rewrite_asks_the_model_for_the_operation_before_preselection_search
         assert main([*base, "--mode", "code", "--base-url", server.base_url, "--rewrite"]) == 2
         assert server.requests == []
     assert "--rewrite needs a mode with preselect; mode 'code' has none" in capsys.readouterr().err
+    assert main([*base, "--mode", "pick", "--rewrite", "--native", "--base-url", "http://127.0.0.1:9"]) == 2
+    assert "--rewrite and --native cannot go together" in capsys.readouterr().err
