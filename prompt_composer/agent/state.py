@@ -23,7 +23,7 @@ from ..discovery.rewrite import RequestRewriter
 from ..discovery.search import LazySearch, ToolSearch
 from ..learn.events import EventLog
 
-logger = logging.getLogger("prompt_composer")
+logger = logging.getLogger(__name__)
 
 
 def tool_name(tool: Any) -> str | None:

@@ -13,6 +13,7 @@ import argparse
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -219,6 +220,9 @@ def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[ar
             if signum is None:
                 raise
             clear_interrupted()
+            # The signal may land while the MCP SDK has created coroutines it never started: collected at exit,
+            # each would print "coroutine ... was never awaited" after the one line that says what happened.
+            warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
             name = signal.Signals(signum).name
             if (isinstance(exc, Interrupted) and exc.applied) or applied_writes() > before:
                 print(f"interrupted by {name} after the import was applied: {args.out} holds it", file=sys.stderr)

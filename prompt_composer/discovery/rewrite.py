@@ -21,7 +21,7 @@ import inspect
 import logging
 from typing import Protocol
 
-logger = logging.getLogger("prompt_composer")
+logger = logging.getLogger(__name__)
 
 REWRITE_SYSTEM = (
     "You turn a user's message to a software assistant into a short plain description of the operation it asks "
