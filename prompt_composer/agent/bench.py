@@ -71,6 +71,8 @@ Variant = Literal[
     "auto_rewrite",
 ]
 VARIANTS: tuple[Variant, ...] = get_args(Variant)
+# The variants that add preselection and tiers to the mode (``auto`` and its A/Bs of one setting).
+_PRESELECTING: tuple[Variant, ...] = ("auto", "auto_native", "auto_stubs", "auto_shortlist_stubs", "auto_rewrite")
 DEFAULT_CONTEXT_TOKENS = 16_384  # the local model's context in `model serve` and bench_agent.py
 _NOT_A_CHOICE = frozenset({FETCH_TOOL_NAME, TOOL_SEARCH_NAME})
 _TASK_KEYS = frozenset({"id", "task", "expect", "args", "workspace", "split"})
@@ -165,7 +167,7 @@ def variant_registry(
     config = registry.mode(mode).config
     if variant == "discovery":
         changed = config.model_copy(update={"discovery": True})
-    elif variant in ("auto", "auto_native", "auto_stubs", "auto_shortlist_stubs", "auto_rewrite"):
+    elif variant in _PRESELECTING:
         tiers = config.tiers or TierConfig(context_tokens=context_tokens)
         if variant == "auto_stubs":
             tiers = tiers.model_copy(update={"stubs": True})
@@ -333,7 +335,7 @@ def run_bench(
             else Composer(variant_registry(registry, mode, variant, context_tokens=context_tokens))
         )
         # One search index per variant, shared by its tasks (built on the first search, as in an agent).
-        searching = ("discovery", "auto", "native", "auto_native", "auto_stubs", "auto_shortlist_stubs", "auto_rewrite")
+        searching = ("discovery", "native", *_PRESELECTING)
         search = ToolSearch(shared.registry) if shared is not None and variant in searching else None
         done: list[TaskOutcome] = []
         for number, task in enumerate(tasks, 1):
