@@ -70,7 +70,19 @@ BLIND6_TASKS = LARGE_TASKS.with_name("blind6-tasks.jsonl")
 # The seventh blind split (benchmarks/agent/large/BLIND7.md), written as the sixth was, again leaning on tools the
 # earlier files expect rarely or never.
 BLIND7_TASKS = LARGE_TASKS.with_name("blind7-tasks.jsonl")
-BLIND_FILES = [BLIND_TASKS, BLIND2_TASKS, BLIND3_TASKS, BLIND4_TASKS, BLIND5_TASKS, BLIND6_TASKS, BLIND7_TASKS]
+# The eighth blind split (benchmarks/agent/large/BLIND8.md), written as the seventh was, again leaning on tools the
+# earlier files expect rarely or never.
+BLIND8_TASKS = LARGE_TASKS.with_name("blind8-tasks.jsonl")
+BLIND_FILES = [
+    BLIND_TASKS,
+    BLIND2_TASKS,
+    BLIND3_TASKS,
+    BLIND4_TASKS,
+    BLIND5_TASKS,
+    BLIND6_TASKS,
+    BLIND7_TASKS,
+    BLIND8_TASKS,
+]
 
 
 def read_tasks(task_set: TaskSet) -> list[dict[str, Any]]:
@@ -434,6 +446,7 @@ BLIND_SETS = [
     (BLIND5_TASKS, "b5-", "blind5"),
     (BLIND6_TASKS, "b6-", "blind6"),
     (BLIND7_TASKS, "b7-", "blind7"),
+    (BLIND8_TASKS, "b8-", "blind8"),
 ]
 
 
