@@ -5,6 +5,7 @@ its adapter and its SDK's namespaces; nothing here imports a provider SDK."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Self, Unpack, cast
@@ -21,6 +22,7 @@ from ..safety.executors import ToolExecutor
 from .adapter import Adapter, Clock
 from .drivers import drive, drive_async
 from .engine import Loop, answer_fetch
+from .preselection import pending_rewrite, request_messages, rewrite_pending
 from .results import Iteration, LoopResult, PendingCall
 from .state import TaskState, WrapOptions
 
@@ -42,14 +44,56 @@ class ComposedNamespace:
 
     def create(self, **params: Any) -> Any:
         """The SDK's ``create`` with the composed system prompt and tools (``stream=True`` works too)."""
-        return self._inner.create(**self._prepare(self._state.bound(), params)[0])
+        return self._call(self._inner.create, params)
 
     def stream(self, **params: Any) -> Any:
         """The SDK's ``stream`` helper (a context manager) with the composed system prompt and tools."""
-        return self._inner.stream(**self._prepare(self._state.bound(), params)[0])
+        state = self._state.bound()
+        if self._rewrites_first(state, params):
+            return _StreamAfterRewrite(self._inner.stream, state, params, self._prepare)
+        return self._inner.stream(**self._prepare(state, params)[0])
 
     def parse(self, **params: Any) -> Any:
-        return self._inner.parse(**self._prepare(self._state.bound(), params)[0])
+        return self._call(self._inner.parse, params)
+
+    def _call(self, method: Callable[..., Any], params: dict[str, Any]) -> Any:
+        state = self._state.bound()
+        if self._rewrites_first(state, params):
+            return _after_rewrite(method, state, params, self._prepare)
+        return method(**self._prepare(state, params)[0])
+
+    def _rewrites_first(self, state: TaskState, params: Mapping[str, Any]) -> bool:
+        """Whether this request waits for the rewriter and the SDK is async: then the line is awaited first (in a
+        worker thread for a synchronous rewriter), not asked while the event loop waits."""
+        return inspect.iscoroutinefunction(inspect.unwrap(self._inner.create)) and (
+            pending_rewrite(state, state.session, request_messages(params)) is not None
+        )
+
+
+async def _after_rewrite(
+    method: Callable[..., Awaitable[Any]], state: TaskState, params: Mapping[str, Any], prepare: Prepare
+) -> Any:
+    await rewrite_pending(state, state.session, request_messages(params))
+    return await method(**prepare(state, params)[0])
+
+
+class _StreamAfterRewrite:
+    """An async SDK's stream manager, opened once the rewriter has answered (``async with`` only, as the SDK's)."""
+
+    def __init__(self, stream: Callable[..., Any], state: TaskState, params: Mapping[str, Any], prepare: Prepare):
+        self._open = stream, state, params, prepare
+        self._manager: Any = None
+
+    async def __aenter__(self) -> Any:
+        stream, state, params, prepare = self._open
+        await rewrite_pending(state, state.session, request_messages(params))
+        self._manager = stream(**prepare(state, params)[0])
+        return await self._manager.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Any:
+        return await self._manager.__aexit__(exc_type, exc, tb)
 
 
 class ComposedClientBase:

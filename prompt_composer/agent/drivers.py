@@ -1,7 +1,8 @@
 """The effects the tool loop yields, and the two drivers that perform them.
 
 The loop (:meth:`prompt_composer.agent.engine.Loop.steps`) is a generator that makes every decision and *yields*
-what it needs done: send a request, ask ``approve``, run an executor, show ``on_iteration`` an iteration.
+what it needs done: send a request, ask ``approve``, run an executor, show ``on_iteration`` an iteration, ask the
+request rewriter for a new user message's line.
 :func:`drive` and :func:`drive_async` perform those effects, synchronously or with ``await``, and hold no decision
 of their own; so the sync and async loops cannot drift apart.
 """
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..discovery.rewrite import AsyncRequestRewriter, RequestRewriter, rewrite_line, rewrite_line_async
 from ..safety.executors import ToolExecutor
 from .adapter import Clock
 from .results import Iteration, LoopResult, PendingCall
@@ -50,13 +52,33 @@ class ShowIteration:
     iteration: Iteration
 
 
-Effect = SendRequest | AskApproval | RunExecutor | ShowIteration
+@dataclass(frozen=True)
+class AskRewriter:
+    """Ask the request rewriter for the line of a new user message (its value: the line, or ``None``)."""
+
+    rewriter: RequestRewriter | AsyncRequestRewriter
+    text: str
+
+
+Effect = SendRequest | AskApproval | RunExecutor | ShowIteration | AskRewriter
 Steps = Generator[Effect, Any, LoopResult]  # what Loop.steps returns: effects out, their values in, the result last
 Send = Callable[[dict[str, Any], bool, Clock], Any]  # (request, stream, clock) -> the SDK's response, or an awaitable
 
 
-def _perform(effect: Effect, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None) -> Any:
-    """Start one effect; its value may be awaitable (an async SDK call, an async executor or callback)."""
+def _perform(
+    effect: Effect,
+    send: Send,
+    approve: Callable[..., Any] | None,
+    observe: Callable[..., Any] | None,
+    *,
+    awaiting: bool,
+) -> Any:
+    """Start one effect; its value may be awaitable (an async SDK call, an async executor or callback, and with
+    ``awaiting`` the rewriter's line, asked in a worker thread or awaited)."""
+    if isinstance(effect, AskRewriter):
+        if awaiting:
+            return rewrite_line_async(effect.text, effect.rewriter)
+        return rewrite_line(effect.text, effect.rewriter)
     if isinstance(effect, SendRequest):
         return send(effect.request, effect.stream, effect.clock)
     if isinstance(effect, AskApproval):
@@ -90,7 +112,7 @@ async def drive_async(
     steps: Steps, send: Send, approve: Callable[..., Any] | None, observe: Callable[..., Any] | None
 ) -> LoopResult:
     """Run the loop in an event loop: the SDK call, executors and callbacks may be coroutines."""
-    return await _run(steps, lambda effect: _perform(effect, send, approve, observe), awaiting=True)
+    return await _run(steps, lambda effect: _perform(effect, send, approve, observe, awaiting=True), awaiting=True)
 
 
 def drive(
@@ -103,7 +125,7 @@ def drive(
     client), so one ``send(None)`` runs the coroutine to its end."""
 
     def perform(effect: Effect) -> Any:
-        value = _perform(effect, send, approve, observe)
+        value = _perform(effect, send, approve, observe, awaiting=False)
         if not inspect.isawaitable(value):
             return value
         try:

@@ -27,7 +27,8 @@ from ..discovery.tools import CallResult, SearchToolResult, check_call, handle_t
 from ..errors import ExecutorError
 from ..safety.executors import ToolExecutor
 from .adapter import Adapter, Answer, Call, Clock, Reply
-from .drivers import AskApproval, Effect, RunExecutor, SendRequest, ShowIteration, Steps
+from .drivers import AskApproval, AskRewriter, Effect, RunExecutor, SendRequest, ShowIteration, Steps
+from .preselection import message_key, pending_rewrite
 from .results import (
     Iteration,
     LoopResult,
@@ -121,6 +122,11 @@ class Loop:
         for index in range(1, self.max_iterations + 1):
             self.state = self.base.bound(self.session)
             params = {**self.params, "messages": self.result.messages}
+            asked = pending_rewrite(self.state, self.session, self.result.messages)
+            if asked is not None and self.state.rewriter is not None:  # a driver's effect: awaited by the async one
+                start = time.perf_counter()
+                line = yield AskRewriter(self.state.rewriter, asked)
+                self.state.rewrites[message_key(asked)] = line, time.perf_counter() - start
             request, prompt = self.adapter.loop_request(
                 self.state, params, model=model, max_tokens=max_tokens, session=self.session
             )

@@ -16,6 +16,7 @@ also names the preselection's shortlist (the next tools of the ranking, each wit
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..core.registry import Registry
 from ..core.session import TaskSession
 from ..core.tiers import summary
 from ..discovery.preselect import preselect
-from ..discovery.rewrite import searched_text
+from ..discovery.rewrite import rewrite_line, rewrite_line_async, searched_with
 from .state import TaskState
 
 NOTE_HEAD = "[prompt-composer] Tools a search of this request found:"
@@ -65,12 +66,52 @@ def message_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def request_messages(params: Mapping[str, Any]) -> list[Any]:
+    """The messages of a request's parameters, in any of the wire formats: ``messages`` (Messages, Chat
+    Completions) or ``input`` (Responses: a string is one user message)."""
+    if "messages" in params:
+        return list(params.get("messages") or [])
+    given = params.get("input")
+    if isinstance(given, str):
+        return [{"role": "user", "content": given}]
+    return list(given) if isinstance(given, list | tuple) else []
+
+
+def _preselecting(state: TaskState) -> bool:
+    # A provider's own deferral loads tools only through references in tool results, never from a user message.
+    return state.mode.config.preselect is not None and not state.baseline and state.native != "provider"
+
+
+def pending_rewrite(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> str | None:
+    """The newest user message's text when preselecting it will ask the state's rewriter (it is new to the task,
+    and no line was given for it yet); else ``None``."""
+    if state.rewriter is None or not _preselecting(state):
+        return None
+    newest = next((text for text in map(user_text, reversed(messages)) if text), None)
+    if newest is None:
+        return None
+    key = message_key(newest)
+    if key in state.rewrites or key in session.preselections():
+        return None
+    return newest
+
+
+async def rewrite_pending(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> None:
+    """Ask the rewriter about the message :func:`pending_rewrite` names, without blocking the event loop (awaited,
+    or in a worker thread: :func:`~prompt_composer.discovery.rewrite.rewrite_line_async`); preselection then
+    searches with that line instead of asking again."""
+    text = pending_rewrite(state, session, messages)
+    if text is not None:
+        start = time.perf_counter()
+        line = await rewrite_line_async(text, state.rewriter)
+        state.rewrites[message_key(text)] = line, time.perf_counter() - start
+
+
 def preselection_notes(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> dict[int, str]:
     """Preselect for the newest user message if it is new to the task; then the note of every user message that
     has a preselection, by index into ``messages``. Empty for a mode without ``preselect``."""
     config = state.mode.config.preselect
-    # A provider's own deferral loads tools only through references in tool results, never from a user message.
-    if config is None or state.baseline or state.native == "provider":
+    if config is None or not _preselecting(state):
         return {}
     texts = {index: user_text(message) for index, message in enumerate(messages)}
     wanted = [(index, text) for index, text in texts.items() if text]
@@ -79,13 +120,15 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
         newest = wanted[-1][1]
         key = message_key(newest)
         if key not in records:
-            searched, _ = searched_text(newest, state.rewriter)
-            found = preselect(state.searcher.get(), state.mode, searched, config)
+            line, seconds = _line_for(state, key, newest)
+            found = preselect(state.searcher.get(), state.mode, searched_with(newest, line), config)
             recorded = session.preselect(key, found.tools, found.shortlist)
             if recorded is not None:
                 _expand_brief(state, session, recorded)
                 if state.events is not None:
                     fields = found.as_fields(include_content=state.events.include_content)
+                    if seconds is not None:  # the rewriter was asked: how long it took, and whether its line counted
+                        fields.update(rewrite_s=round(seconds, 3), rewritten=line is not None)
                     state.events.emit(
                         "preselect", task=state.task_id, mode=state.mode.slug, fingerprint=state.registry.fingerprint,
                         **fields,
@@ -101,6 +144,19 @@ def preselection_notes(state: TaskState, session: TaskSession, messages: Sequenc
             notes[index] = note(state, tools, shown=frozenset(shown), shortlist=named)
             shown.update(tools)
     return notes
+
+
+def _line_for(state: TaskState, key: str, text: str) -> tuple[str | None, float | None]:
+    """The rewriter's line for a new message and the seconds it took: the one asked before (the loop's effect, an
+    async client's await), else asked now; ``(None, None)`` without a rewriter."""
+    given = state.rewrites.pop(key, None)
+    if given is not None:
+        return given
+    if state.rewriter is None:
+        return None, None
+    start = time.perf_counter()
+    line = rewrite_line(text, state.rewriter)
+    return line, time.perf_counter() - start
 
 
 def _appended(state: TaskState, tool: str) -> bool:

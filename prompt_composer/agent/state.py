@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal, Required, TypedDict
 
+from cachetools import LRUCache
+
 from ..core.builtins import CALL_TOOL_NAME, call_tool_definition
 from ..core.composer import Composer, offered_stubs
 from ..core.live import LiveRegistry
@@ -19,7 +21,7 @@ from ..core.prompt import ComposedPrompt, SystemInfo
 from ..core.registry import Registry, load_registry
 from ..core.session import InMemorySessionStore, SessionStore, TaskSession
 from ..core.tiers import Tiers
-from ..discovery.rewrite import RequestRewriter
+from ..discovery.rewrite import AsyncRequestRewriter, RequestRewriter
 from ..discovery.search import LazySearch, ToolSearch
 from ..learn.events import EventLog
 
@@ -56,7 +58,9 @@ class WrapOptions(TypedDict, total=False):
     ones deferred, loaded by references in the answers to ``tool_search`` and the fetch tool); ``"emulate"`` runs
     the same conversation on a server that cannot defer, the loop appending the loaded tools itself. ``rewriter``
     (e.g. :func:`~prompt_composer.agent.rewriting.model_rewriter`) puts each new user message of a preselecting
-    mode as the operation it asks for, searched before the message's own words.
+    mode as the operation it asks for, searched before the message's own words: a synchronous callable, or an
+    ``async def`` one for an async client (the async loop and async clients run a synchronous one in a worker
+    thread, so it never blocks their event loop).
 
     OpenAI clients only: ``api`` picks the API ``run()`` speaks, ``"chat_completions"`` (the default, what every
     OpenAI-compatible server copies) or ``"responses"`` (the only one with tool deferral: ``native=True`` needs it);
@@ -75,7 +79,7 @@ class WrapOptions(TypedDict, total=False):
     baseline: bool
     events: EventLog | None
     native: bool | Literal["emulate"]
-    rewriter: RequestRewriter | None
+    rewriter: RequestRewriter | AsyncRequestRewriter | None
     api: Literal["chat_completions", "responses"]
     hosted_search: bool
 
@@ -98,7 +102,7 @@ class TaskState:
         baseline: bool = False,
         events: EventLog | None = None,
         native: bool | Literal["emulate"] = False,
-        rewriter: RequestRewriter | None = None,
+        rewriter: RequestRewriter | AsyncRequestRewriter | None = None,
     ) -> None:
         self.live = registry if isinstance(registry, LiveRegistry) else None
         if isinstance(registry, LiveRegistry):
@@ -137,6 +141,10 @@ class TaskState:
             why = "has no preselect" if self.mode.config.preselect is None else "defers to the provider (native=True)"
             logger.warning("rewriter given, but mode %r %s: nothing is preselected, so it is never asked", mode, why)
         self.rewriter = rewriter
+        # The rewriter's answers asked before preselection ran (the loop's effect, an async client's await): message
+        # digest -> (line, seconds it took), shared by this state's copies; preselection takes each out once.
+        # Bounded: a message whose request was never sent leaves its entry behind.
+        self.rewrites: LRUCache[str, tuple[str | None, float]] = LRUCache(maxsize=64)
         # Per registry version (a LiveRegistry's): its composer with this state's context, and its search.
         self._versions: dict[str, tuple[Composer, LazySearch]] = {self.registry.fingerprint: (composer, self.searcher)}
 

@@ -17,9 +17,11 @@ client-backed rewriter is :func:`prompt_composer.agent.rewriting.model_rewriter`
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
-from typing import Protocol
+from collections.abc import Awaitable
+from typing import Protocol, TypeGuard
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +55,17 @@ class RequestRewriter(Protocol):
     """Puts a user's request as the operation it asks for, in one line (``None`` or ``"none"``: no operation).
 
     Called once per new user message of a task, before preselection searches it; an exception it raises is logged
-    and the request is searched as written."""
+    and the request is searched as written. The async loop and the wrapped async clients run it in a worker thread,
+    so their event loop goes on meanwhile; an :class:`AsyncRequestRewriter` is awaited there instead."""
 
     def __call__(self, text: str, /) -> str | None: ...
+
+
+class AsyncRequestRewriter(Protocol):
+    """A :class:`RequestRewriter` to await (``async def``): asked by the async tool loop and by the wrapped async
+    clients without blocking their event loop."""
+
+    def __call__(self, text: str, /) -> Awaitable[str | None]: ...
 
 
 def usable_rewrite(answer: str | None) -> str | None:
@@ -72,23 +82,75 @@ def usable_rewrite(answer: str | None) -> str | None:
     return line
 
 
-def searched_text(text: str, rewriter: RequestRewriter | None) -> tuple[str, str | None]:
-    """What preselection searches for ``text``: the rewriter's line, then the request itself (each a step of the
-    search), and the line (``None``: ``text`` alone, as without a rewriter). A failing rewriter is logged, not
-    raised: a request is never lost to it."""
+def rewrite_line(text: str, rewriter: RequestRewriter | AsyncRequestRewriter | None) -> str | None:
+    """The line ``rewriter`` puts ``text`` as, worth searching (:func:`usable_rewrite`); ``None`` without a
+    rewriter, for a blank text, or when the rewriter fails or answers with no text (logged, never raised: a request
+    is never lost to it). An async rewriter's coroutine cannot be awaited here: it is closed and logged (the async
+    loop and async clients await it, see :func:`rewrite_line_async`)."""
     if rewriter is None or not text.strip():
-        return text, None
+        return None
     try:
-        answer = rewriter(text)
+        answer: object = rewriter(text)
     except Exception as exc:  # any failure of an injected model call: search the words as written
-        logger.warning("request rewriter failed (%s: %s); searching the request as written", type(exc).__name__, exc)
-        return text, None
-    if answer is not None and not isinstance(answer, str):  # e.g. an async function's coroutine, an SDK response
+        _failed(exc)
+        return None
+    return _line(answer)
+
+
+async def rewrite_line_async(text: str, rewriter: RequestRewriter | AsyncRequestRewriter | None) -> str | None:
+    """:func:`rewrite_line` without blocking the event loop: an async rewriter is awaited, a synchronous one runs in
+    a worker thread (``asyncio.to_thread``), so other tasks of the loop go on while the model answers."""
+    if rewriter is None or not text.strip():
+        return None
+    try:
+        answer: object
+        if is_async_rewriter(rewriter):
+            answer = await rewriter(text)
+        else:
+            answer = await asyncio.to_thread(rewriter, text)
+            if inspect.isawaitable(answer):  # e.g. a lambda returning a coroutine: it is awaited all the same
+                answer = await answer
+    except Exception as exc:  # as in rewrite_line
+        _failed(exc)
+        return None
+    return _line(answer)
+
+
+def is_async_rewriter(rewriter: object) -> TypeGuard[AsyncRequestRewriter]:
+    """Whether calling ``rewriter`` returns a coroutine (an ``async def`` function, or an object whose
+    ``__call__`` is one)."""
+    call = getattr(rewriter, "__call__", None)  # noqa: B004 (the attribute itself is inspected, not callability)
+    return inspect.iscoroutinefunction(rewriter) or inspect.iscoroutinefunction(call)
+
+
+def searched_with(text: str, line: str | None) -> str:
+    """What preselection searches for ``text`` given the rewriter's ``line``: the line, then the request itself
+    (each a step of the search); ``text`` alone without a line."""
+    return f"{line}. {text}" if line else text
+
+
+def searched_text(text: str, rewriter: RequestRewriter | None) -> tuple[str, str | None]:
+    """What preselection searches for ``text`` (:func:`searched_with`), asking ``rewriter`` for the line
+    (:func:`rewrite_line`), and the line (``None``: ``text`` alone, as without a rewriter)."""
+    line = rewrite_line(text, rewriter)
+    return searched_with(text, line), line
+
+
+def _failed(exc: Exception) -> None:
+    logger.warning("request rewriter failed (%s: %s); searching the request as written", type(exc).__name__, exc)
+
+
+def _line(answer: object) -> str | None:
+    if inspect.iscoroutine(answer):  # an async rewriter where nothing awaits (a synchronous client or loop)
+        answer.close()  # never awaited: closed, so it does not warn at collection
+        logger.warning(
+            "request rewriter is async, and a synchronous client cannot await it (use the async client); "
+            "searching the request as written"
+        )
+        return None
+    if answer is not None and not isinstance(answer, str):  # e.g. an SDK response object
         logger.warning(
             "request rewriter returned %s, not text; searching the request as written", type(answer).__name__
         )
-        if inspect.iscoroutine(answer):
-            answer.close()  # never awaited: closed, so it does not warn at collection
-        return text, None
-    line = usable_rewrite(answer)
-    return (f"{line}. {text}", line) if line else (text, None)
+        return None
+    return usable_rewrite(answer)

@@ -498,7 +498,7 @@ _FIELDS: dict[str, dict[str, str]] = {
     "refusal": {"call_id": _TEXT, "tool": _TEXT, "via": _TEXT, "reason": _TEXT},
     "promotion": {"tool": _TEXT, "kind": _TEXT},
     "list": {"tools": _COUNT, "full": _NAMES},
-    "preselect": {"tools": _NAMES, "confidence": _NUMBER, "query": _TEXT},
+    "preselect": {"tools": _NAMES, "confidence": _NUMBER, "query": _TEXT, "rewrite_s": _SECONDS, "rewritten": _FLAG},
     "dropped": {"dropped": _COUNT, "queue_full": _COUNT, "sink_errors": _COUNT, "after_close": _COUNT},
 }  # fmt: skip
 

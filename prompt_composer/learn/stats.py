@@ -13,6 +13,8 @@ Permanent sets come from the registry given (the log's fingerprint may differ: t
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -68,6 +70,15 @@ class ModeStats:
     preselected_used: int = 0
     used_in_preselected_tasks: int = 0
     used_covered: int = 0
+    # The request rewriter, over the preselections that asked it: how often its line was searched, how long it took.
+    rewrites: int = 0
+    rewrites_searched: int = 0
+    rewrite_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def rewrite_p50(self) -> float | None:
+        """The median seconds a rewrite took (``None`` without rewrites)."""
+        return statistics.median(self.rewrite_seconds) if self.rewrite_seconds else None
 
     @property
     def preselection_precision(self) -> float | None:
@@ -104,6 +115,12 @@ class ModeStats:
                 "preselected_used": self.preselected_used,
                 "precision": self.preselection_precision,
                 "recall": self.preselection_recall,
+            },
+            "rewriter": {
+                "asked": self.rewrites,
+                "searched": self.rewrites_searched,
+                "p50_s": self.rewrite_p50,
+                "max_s": max(self.rewrite_seconds) if self.rewrite_seconds else None,
             },
         }
 
@@ -180,6 +197,20 @@ class StatsReport:
                 for m in preselecting
             ]
             lines += table(["mode", "preselected", "then used", "precision", "recall"], rows, markdown=markdown)
+        rewriting = [m for m in self.modes if m.rewrites]
+        if rewriting:
+            lines += ["", f"{heading}Request rewriter", ""]
+            rows = [
+                [
+                    m.mode,
+                    str(m.rewrites),
+                    str(m.rewrites_searched),
+                    f"{m.rewrite_p50:.2f}" if m.rewrite_p50 is not None else "n/a",
+                    f"{max(m.rewrite_seconds):.2f}",
+                ]
+                for m in rewriting
+            ]
+            lines += table(["mode", "asked", "line searched", "p50 s", "max s"], rows, markdown=markdown)
         if self.notes:
             lines += ["", f"{heading}Notes", ""]
             lines += [f"- {text(note)}" for note in self.notes]
@@ -294,6 +325,11 @@ class _Tally:
             chosen = {t for t in tools if isinstance(t, str)} if isinstance(tools, list) else set()
             self.preselected.setdefault(task, set()).update(chosen)
             self.task_mode[task] = slug
+            seconds = _seconds(event.get("rewrite_s"))
+            if seconds is not None:  # the rewriter was asked for this message
+                stats.rewrites += 1
+                stats.rewrites_searched += event.get("rewritten") is True
+                stats.rewrite_seconds.append(seconds)
 
     def _tool_call(self, event: Mapping[str, Any], task: str, slug: str, name: str) -> None:
         outcome = event.get("outcome")
@@ -381,3 +417,12 @@ def _log_notes(tally: _Tally, registry: Registry | None, skipped_lines: int) -> 
     if skipped_lines:
         notes.append(f"{skipped_lines} lines skipped: not an event of a known version (e.g. a torn last line)")
     return notes
+
+
+def _seconds(value: Any) -> float | None:
+    """A duration a log holds, as seconds; ``None`` for anything else (a string, a flag, NaN, a negative or huge
+    number: a log is outside input)."""
+    if type(value) not in (int, float) or not 0 <= value <= 2**53:
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) else None

@@ -4,6 +4,7 @@ protocol); what the line changes in the search, on a small registry with the key
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socketserver
 import threading
@@ -16,6 +17,8 @@ import pytest
 
 from prompt_composer import Composer, Registry
 from prompt_composer.agent.anthropic import wrap
+from prompt_composer.agent.openai import wrap as wrap_openai
+from prompt_composer.agent.preselection import request_messages
 from prompt_composer.agent.rewriting import model_rewriter
 from prompt_composer.core.modes import PreselectConfig, TierConfig
 from prompt_composer.discovery.rewrite import (
@@ -23,6 +26,9 @@ from prompt_composer.discovery.rewrite import (
     REWRITE_EXAMPLES,
     REWRITE_MAX_TOKENS,
     REWRITE_SYSTEM,
+    is_async_rewriter,
+    rewrite_line,
+    rewrite_line_async,
     searched_text,
     usable_rewrite,
 )
@@ -93,7 +99,8 @@ def test_a_rewriter_that_returns_no_text_leaves_the_request_as_written(caplog: p
     with caplog.at_level(logging.WARNING, logger="prompt_composer"):
         assert searched_text(REQUEST, coroutine) == (REQUEST, None)  # type: ignore[arg-type]
         assert searched_text(REQUEST, lambda text: {"content": "an SDK response"}) == (REQUEST, None)  # type: ignore[arg-type,return-value]
-    assert "returned coroutine, not text" in caplog.text and "returned dict, not text" in caplog.text
+    assert "request rewriter is async, and a synchronous client cannot await it" in caplog.text
+    assert "returned dict, not text" in caplog.text
 
 
 def test_the_prompt_names_no_tool_of_any_catalog_and_asks_for_one_line() -> None:
@@ -153,11 +160,21 @@ def test_a_rewriter_that_times_out_is_not_retried_and_the_request_goes_as_writte
     assert connections == [1]  # asked once, not retried
 
 
-def test_model_rewriter_refuses_an_async_client_and_anything_else_by_name() -> None:
-    with pytest.raises(TypeError, match="synchronous client, not AsyncAnthropic"):
-        model_rewriter(anthropic.AsyncAnthropic(api_key="k"), model="m")
-    with pytest.raises(TypeError, match="synchronous client, not AsyncOpenAI"):
-        model_rewriter(openai.AsyncOpenAI(api_key="k"), model="m")
+def test_model_rewriter_over_an_async_client_is_awaited_and_anything_else_is_refused_by_name() -> None:
+    async def ask(server: ScriptedMessagesServer) -> tuple[str | None, str | None]:
+        async with (
+            anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0) as messages_sdk,
+            openai.AsyncOpenAI(base_url=server.base_url + "/v1", api_key="k", max_retries=0) as chat_sdk,
+        ):
+            messages, chat = model_rewriter(messages_sdk, model="m"), model_rewriter(chat_sdk, model="m")
+            assert is_async_rewriter(messages) and is_async_rewriter(chat)
+            return await rewrite_line_async(REQUEST, messages), await rewrite_line_async(REQUEST, chat)
+
+    replies = [text_reply("get the weather forecast for a city"), text_reply("look up a city's forecast")]
+    with ScriptedMessagesServer(replies) as server:
+        assert asyncio.run(ask(server)) == ("get the weather forecast for a city", "look up a city's forecast")
+        assert [r.path for r in server.requests] == ["/v1/messages", "/v1/chat/completions"]
+    assert not is_async_rewriter(model_rewriter(anthropic.Anthropic(api_key="k"), model="m"))
     with pytest.raises(TypeError, match="not dict"):
         model_rewriter({}, model="m")
 
@@ -188,6 +205,7 @@ def test_preselection_searches_the_rewritten_line_once_per_message_and_loads_wha
     (event,) = [e for e in read_events([log])[0] if e["event"] == "preselect"]
     assert event["tools"][0] == "weather_lookup"
     assert event["query"] == f"look up the weather forecast for a city. {REQUEST}"
+    assert event["rewritten"] is True and 0 <= event["rewrite_s"] < 60  # asked once, its time logged
 
 
 def test_without_a_rewriter_or_with_a_failing_one_the_request_is_searched_as_written() -> None:
@@ -237,3 +255,127 @@ def test_a_rewriter_in_a_mode_without_preselect_is_never_asked_and_wrap_says_so(
         client = wrap(sdk, composer=plain, mode="plain", task_id="t", rewriter=rewriter)
         assert client.run(REQUEST, model="m").text == "ok"
     assert "rewriter given, but mode 'plain' has no preselect" in caplog.text
+
+
+# ------------------------------------------------------------------------------------------- async clients
+
+
+def async_sdk(server: ScriptedMessagesServer) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
+
+
+def test_the_async_loop_runs_a_sync_rewriter_in_a_thread_so_its_event_loop_goes_on() -> None:
+    """A sync rewriter blocks until another task of the event loop has run: asked in the loop's own thread it
+    would wait out its 5 s and find nothing set; asked in a worker thread it is released at once."""
+    released = threading.Event()
+    seen: list[bool] = []
+
+    def rewriter(text: str) -> str:
+        seen.append(released.wait(5))
+        return "look up the weather forecast for a city"
+
+    async def other_task() -> None:
+        while not released.is_set():
+            await asyncio.sleep(0.01)
+            released.set()
+
+    async def main(server: ScriptedMessagesServer) -> str:
+        async with wrap(async_sdk(server), composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter) as pc:
+            other = asyncio.create_task(other_task())
+            result = await pc.run(REQUEST, model="m", executors={"weather_lookup": lambda i: "rain"})
+            await other
+            return result.text
+
+    script = [tool_use_reply(("w1", "weather_lookup", {"city": "Lyon"})), text_reply("Take it.")]
+    with ScriptedMessagesServer(script) as server:
+        assert asyncio.run(main(server)) == "Take it."
+        first, second = bodies(server)
+    assert seen == [True]  # asked once for the task's message, while the other task ran
+    assert names(first)[-1] == "weather_lookup" and names(second) == names(first)
+
+
+@pytest.mark.parametrize("call", ["create", "stream"])
+def test_wrapped_async_requests_await_an_async_rewriter_once_per_new_message(call: str) -> None:
+    asked: list[str] = []
+
+    async def rewriter(text: str) -> str:
+        asked.append(text)
+        await asyncio.sleep(0)
+        return "look up the weather forecast for a city"
+
+    async def send(pc: Any, messages: list[dict[str, Any]]) -> str:
+        if call == "stream":
+            async with pc.messages.stream(model="m", max_tokens=50, messages=messages) as stream:
+                return str(await stream.get_final_text())
+        reply = await pc.messages.create(model="m", max_tokens=50, messages=messages)
+        return str(reply.content[0].text)
+
+    async def main(server: ScriptedMessagesServer) -> list[str]:
+        async with wrap(async_sdk(server), composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter) as pc:
+            first = [{"role": "user", "content": REQUEST}]
+            answers = [await send(pc, first), await send(pc, first)]  # the same message again: not asked again
+            later = [*first, {"role": "assistant", "content": "Take it."}, {"role": "user", "content": "thanks!"}]
+            return [*answers, await send(pc, later)]
+
+    with ScriptedMessagesServer([text_reply("Take it."), text_reply("Still."), text_reply("Bye.")]) as server:
+        assert asyncio.run(main(server)) == ["Take it.", "Still.", "Bye."]
+        first, again, _last = bodies(server)
+    assert asked == [REQUEST, "thanks!"]
+    assert names(first)[-1] == "weather_lookup" and names(again) == names(first)
+
+
+def test_an_async_rewriter_under_a_sync_client_is_logged_and_the_request_searched_as_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def rewriter(text: str) -> str:
+        return "look up the weather forecast for a city"
+
+    with caplog.at_level(logging.WARNING, logger="prompt_composer"), served([text_reply("Maybe.")]) as (server, sdk):
+        client = wrap(sdk, composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter)
+        assert client.run(REQUEST, model="m").text == "Maybe."  # no crash, no "never awaited" warning either
+        (body,) = bodies(server)
+    assert "weather_lookup" not in names(body)
+    assert "request rewriter is async, and a synchronous client cannot await it" in caplog.text
+
+
+def test_an_async_openai_client_awaits_a_sync_rewriter_for_chat_completions() -> None:
+    asked: list[str] = []
+
+    def rewriter(text: str) -> str:
+        asked.append(text)
+        return "look up the weather forecast for a city"
+
+    async def main(server: ScriptedMessagesServer) -> None:
+        sdk = openai.AsyncOpenAI(base_url=server.base_url + "/v1", api_key="k", max_retries=0)
+        pc = wrap_openai(sdk, composer=COMPOSER, mode="auto", task_id="t", rewriter=rewriter)
+        await pc.chat.completions.create(model="m", messages=[{"role": "user", "content": REQUEST}])
+        await sdk.close()
+
+    with ScriptedMessagesServer([text_reply("Take it.")]) as server:
+        asyncio.run(main(server))
+        (body,) = [r.body for r in server.requests if r.path == "/v1/chat/completions"]
+    assert asked == [REQUEST]
+    assert body["tools"][-1]["function"]["name"] == "weather_lookup"
+
+
+def test_request_messages_reads_every_wire_format() -> None:
+    user = {"role": "user", "content": "hi"}
+    assert request_messages({"messages": [user]}) == [user]
+    assert request_messages({"input": "hi"}) == [user]
+    assert request_messages({"input": [user]}) == [user]
+    assert request_messages({"model": "m"}) == [] and request_messages({"messages": None}) == []
+
+
+def test_rewrite_line_never_raises_and_closes_a_coroutine_it_cannot_await() -> None:
+    async def later(text: str) -> str:
+        return "an operation"
+
+    assert rewrite_line(REQUEST, later) is None  # closed: pytest's filterwarnings=error would fail a leaked one
+    assert rewrite_line("   ", lambda t: "never asked") is None
+    assert asyncio.run(rewrite_line_async(REQUEST, later)) == "an operation"
+    assert asyncio.run(rewrite_line_async(REQUEST, lambda t: later(t))) == "an operation"  # a coroutine, awaited
+
+    def down(text: str) -> str:
+        raise TimeoutError("no answer")
+
+    assert asyncio.run(rewrite_line_async(REQUEST, down)) is None

@@ -146,3 +146,23 @@ def test_stats_on_the_448_real_sequences(mode: str, capsys: pytest.CaptureFixtur
     assert report["notes"][0].startswith("448 sequences")
     assert main(["stats", "--traces", str(TRACES), "--mode", mode]) == 0  # the table renders too
     assert "brief, used most" in capsys.readouterr().out
+
+
+def test_the_rewriters_requests_are_counted_per_mode_with_their_median_and_worst_time() -> None:
+    events = [
+        ev("preselect", task="a", tools=["glob"], rewrite_s=0.5, rewritten=True),
+        ev("preselect", task="b", tools=[], rewrite_s=1.5, rewritten=False),  # asked, its answer not searched
+        ev("preselect", task="c", tools=["glob"], rewrite_s=2.5, rewritten=True),
+        ev("preselect", task="d", tools=["glob"]),  # no rewriter
+        ev("preselect", task="e", tools=[], rewrite_s="slow", rewritten=True),  # not a duration: not counted
+        ev("preselect", task="f", tools=[], rewrite_s=float("nan"), rewritten=True),
+        ev("preselect", task="g", tools=[], rewrite_s=10**400, rewritten=True),
+        ev("preselect", task="h", mode="ask", tools=[]),
+    ]
+    report = compute_stats(events, REG, source="log")
+    code, ask = (next(m for m in report.modes if m.mode == slug).as_dict()["rewriter"] for slug in ("code", "ask"))
+    assert code == {"asked": 3, "searched": 2, "p50_s": 1.5, "max_s": 2.5}
+    assert ask == {"asked": 0, "searched": 0, "p50_s": None, "max_s": None}
+    text = report.render()
+    assert "Request rewriter" in text and "1.50" in text and "2.50" in text
+    assert "Request rewriter" not in compute_stats(events[3:4], REG, source="log").render()  # none asked: no table
