@@ -28,6 +28,7 @@ from ..shared.journal import (
     interrupt,
     interrupted_by,
     recover,
+    stop_if_interrupted,
 )
 from ._common import say_recovered
 
@@ -177,9 +178,20 @@ def _signals_raise() -> Iterator[None]:
         yield
         return
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info: Any) -> None:
+        # A signal that lands while Python runs a weakref callback or a __del__ (an import lock's, mid-import) has
+        # its Interrupted printed as "Exception ignored in …" with a traceback. interrupt() recorded it, and the
+        # import's next checkpoint raises it again: the one line it then prints is the whole story.
+        if not isinstance(info.exc_value, Interrupted):
+            previous_hook(info)
+
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, previous in old.items():
             signal.signal(sig, previous)
 
@@ -212,7 +224,9 @@ def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[ar
             with _signals_raise():
                 if not args.dry_run:
                     say_recovered(recover(args.out))
-                return command(args)
+                code = command(args)
+                stop_if_interrupted()  # a signal whose exception Python swallowed after the last checkpoint
+                return code
         except (Interrupted, asyncio.CancelledError, RuntimeError) as exc:
             # RuntimeError: the event loop stopped by the signal handler's grace period ("Event loop stopped
             # before Future completed"); without a signal delivered, any RuntimeError is raised as it was.

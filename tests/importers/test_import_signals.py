@@ -308,3 +308,34 @@ def test_a_signal_while_an_mcp_server_is_listed_stops_the_import_not_its_timeout
     assert process.returncode == 128 + signum, err
     assert err == f"interrupted by {signum.name}: nothing written; {out} is as it was\n"
     assert tree_hash(out) == before
+
+
+def test_an_interrupt_python_swallows_prints_no_traceback_and_other_unraisable_errors_still_reach_the_hook() -> None:
+    """A signal landing in a weakref callback (an import lock's, mid-import) had its Interrupted printed as
+    "Exception ignored in …" with a traceback before the one line; the run's checkpoints raise it again."""
+    import weakref
+
+    from prompt_composer.cli.interop import _signals_raise
+    from prompt_composer.shared.journal import Interrupted, clear_interrupted
+
+    class Thing:
+        pass
+
+    def swallowed(error: BaseException) -> None:
+        thing = Thing()
+        ref = weakref.ref(thing, lambda _ref: (_ for _ in ()).throw(error))
+        del thing  # the callback runs now; what it raises goes to sys.unraisablehook
+        assert ref() is None
+
+    seen: list[BaseException | None] = []
+    outer = sys.unraisablehook
+    sys.unraisablehook = lambda info: seen.append(info.exc_value)
+    try:
+        with _signals_raise():
+            swallowed(Interrupted(signal.SIGINT))
+            swallowed(ValueError("a real bug"))
+        swallowed(Interrupted(signal.SIGTERM))  # outside an import: the hook it found is back
+    finally:
+        sys.unraisablehook = outer
+        clear_interrupted()
+    assert [type(e).__name__ for e in seen] == ["ValueError", "Interrupted"]
