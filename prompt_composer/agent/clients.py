@@ -49,8 +49,9 @@ class ComposedNamespace:
     def stream(self, **params: Any) -> Any:
         """The SDK's ``stream`` helper (a context manager) with the composed system prompt and tools."""
         state = self._state.bound()
-        if self._rewrites_first(state, params):
-            return _StreamAfterRewrite(self._inner.stream, state, params, self._prepare)
+        pending = self._rewrite_first(state, params)
+        if pending is not None:
+            return _StreamAfterRewrite(self._inner.stream, state, params, self._prepare, pending)
         return self._inner.stream(**self._prepare(state, params)[0])
 
     def parse(self, **params: Any) -> Any:
@@ -58,35 +59,38 @@ class ComposedNamespace:
 
     def _call(self, method: Callable[..., Any], params: dict[str, Any]) -> Any:
         state = self._state.bound()
-        if self._rewrites_first(state, params):
-            return _after_rewrite(method, state, params, self._prepare)
+        pending = self._rewrite_first(state, params)
+        if pending is not None:
+            return _after_rewrite(method, state, params, self._prepare, pending)
         return method(**self._prepare(state, params)[0])
 
-    def _rewrites_first(self, state: TaskState, params: Mapping[str, Any]) -> bool:
-        """Whether this request waits for the rewriter and the SDK is async: then the line is awaited first (in a
-        worker thread for a synchronous rewriter), not asked while the event loop waits."""
-        return inspect.iscoroutinefunction(inspect.unwrap(self._inner.create)) and (
-            pending_rewrite(state, state.session, request_messages(params)) is not None
-        )
+    def _rewrite_first(self, state: TaskState, params: Mapping[str, Any]) -> str | None:
+        """The message this request waits on the rewriter for, when the SDK is async: its line is then awaited
+        first (in a worker thread for a synchronous rewriter), not asked while the event loop waits."""
+        if not inspect.iscoroutinefunction(inspect.unwrap(self._inner.create)):
+            return None
+        return pending_rewrite(state, state.session, request_messages(params))
 
 
 async def _after_rewrite(
-    method: Callable[..., Awaitable[Any]], state: TaskState, params: Mapping[str, Any], prepare: Prepare
+    method: Callable[..., Awaitable[Any]], state: TaskState, params: Mapping[str, Any], prepare: Prepare, text: str
 ) -> Any:
-    await rewrite_pending(state, state.session, request_messages(params))
+    await rewrite_pending(state, text)
     return await method(**prepare(state, params)[0])
 
 
 class _StreamAfterRewrite:
     """An async SDK's stream manager, opened once the rewriter has answered (``async with`` only, as the SDK's)."""
 
-    def __init__(self, stream: Callable[..., Any], state: TaskState, params: Mapping[str, Any], prepare: Prepare):
-        self._open = stream, state, params, prepare
+    def __init__(
+        self, stream: Callable[..., Any], state: TaskState, params: Mapping[str, Any], prepare: Prepare, text: str
+    ):
+        self._open = stream, state, params, prepare, text
         self._manager: Any = None
 
     async def __aenter__(self) -> Any:
-        stream, state, params, prepare = self._open
-        await rewrite_pending(state, state.session, request_messages(params))
+        stream, state, params, prepare, text = self._open
+        await rewrite_pending(state, text)
         self._manager = stream(**prepare(state, params)[0])
         return await self._manager.__aenter__()
 

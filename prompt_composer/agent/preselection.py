@@ -96,15 +96,13 @@ def pending_rewrite(state: TaskState, session: TaskSession, messages: Sequence[A
     return newest
 
 
-async def rewrite_pending(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> None:
-    """Ask the rewriter about the message :func:`pending_rewrite` names, without blocking the event loop (awaited,
-    or in a worker thread: :func:`~prompt_composer.discovery.rewrite.rewrite_line_async`); preselection then
-    searches with that line instead of asking again."""
-    text = pending_rewrite(state, session, messages)
-    if text is not None:
-        start = time.perf_counter()
-        line = await rewrite_line_async(text, state.rewriter)
-        state.rewrites[message_key(text)] = line, time.perf_counter() - start
+async def rewrite_pending(state: TaskState, text: str) -> None:
+    """Ask the rewriter about ``text`` (what :func:`pending_rewrite` named), without blocking the event loop
+    (awaited, or in a worker thread: :func:`~prompt_composer.discovery.rewrite.rewrite_line_async`); preselection
+    then searches with that line instead of asking again."""
+    start = time.perf_counter()
+    line = await rewrite_line_async(text, state.rewriter)
+    state.rewrites[message_key(text)] = line, time.perf_counter() - start
 
 
 def preselection_notes(state: TaskState, session: TaskSession, messages: Sequence[Any]) -> dict[int, str]:
