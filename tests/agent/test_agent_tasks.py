@@ -73,6 +73,9 @@ BLIND7_TASKS = LARGE_TASKS.with_name("blind7-tasks.jsonl")
 # The eighth blind split (benchmarks/agent/large/BLIND8.md), written as the seventh was, again leaning on tools the
 # earlier files expect rarely or never.
 BLIND8_TASKS = LARGE_TASKS.with_name("blind8-tasks.jsonl")
+# The ninth blind split (benchmarks/agent/large/BLIND9.md), written as the eighth was, again leaning on tools the
+# earlier files expect rarely or never.
+BLIND9_TASKS = LARGE_TASKS.with_name("blind9-tasks.jsonl")
 BLIND_FILES = [
     BLIND_TASKS,
     BLIND2_TASKS,
@@ -82,6 +85,7 @@ BLIND_FILES = [
     BLIND6_TASKS,
     BLIND7_TASKS,
     BLIND8_TASKS,
+    BLIND9_TASKS,
 ]
 
 
@@ -447,6 +451,7 @@ BLIND_SETS = [
     (BLIND6_TASKS, "b6-", "blind6"),
     (BLIND7_TASKS, "b7-", "blind7"),
     (BLIND8_TASKS, "b8-", "blind8"),
+    (BLIND9_TASKS, "b9-", "blind9"),
 ]
 
 
