@@ -124,18 +124,8 @@ def prepare_chat(
 
 
 def usage_of(response: Any) -> TokenUsage:
-    """A Chat Completions response's usage: cached input from ``prompt_tokens_details.cached_tokens``, else from
-    llama.cpp's ``timings.cache_n``; ``input_tokens`` is the rest of ``prompt_tokens``."""
-    usage = getattr(response, "usage", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    output = int(getattr(usage, "completion_tokens", 0) or 0)
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None)
-    if cached is None:
-        timings = (getattr(response, "model_extra", None) or {}).get("timings")
-        cached = timings.get("cache_n") if isinstance(timings, Mapping) else None
-    cached = min(int(cached or 0), prompt)
-    return TokenUsage(input_tokens=prompt - cached, output_tokens=output, cache_read_input_tokens=cached)
+    """A Chat Completions response's usage (:meth:`~.results.TokenUsage.of_chat_completion`)."""
+    return TokenUsage.of_chat_completion(response)
 
 
 def _call(tool_call: Any) -> Call:

@@ -39,6 +39,21 @@ class TokenUsage:
             get("cache_read_input_tokens"),
         )
 
+    @classmethod
+    def of_chat_completion(cls, response: Any) -> TokenUsage:
+        """From a Chat Completions response: cached input from ``prompt_tokens_details.cached_tokens``, else from
+        llama.cpp's ``timings.cache_n``; ``input_tokens`` is the rest of ``prompt_tokens``."""
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output = int(getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None)
+        if cached is None:
+            timings = (getattr(response, "model_extra", None) or {}).get("timings")
+            cached = timings.get("cache_n") if isinstance(timings, Mapping) else None
+        cached = min(int(cached or 0), prompt)
+        return cls(input_tokens=prompt - cached, output_tokens=output, cache_read_input_tokens=cached)
+
     @property
     def prompt_tokens(self) -> int:
         """The whole input: uncached, written to the cache and read from it."""

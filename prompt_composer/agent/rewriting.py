@@ -5,23 +5,24 @@ asks for before preselection searches it (docs/tool-choice.md, "The request as a
 The client is the plain SDK client (not a wrapped one: the rewrite is not a turn of the task, and is neither
 composed nor logged as one): an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` (Messages API), an
 ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (Chat Completions, which every OpenAI-compatible server speaks). Over an
-async client the rewriter is an ``async def``, awaited by the async loop and the wrapped async clients. No SDK is
-imported here; the client's own methods are called.
+async client the rewriter is awaitable, awaited by the async loop and the wrapped async clients. Each rewriter counts
+what its requests cost (``rewriter.usage``, ``rewriter.requests``): they are not turns of the task, so a loop's
+``result.usage`` leaves them out. No SDK is imported here; the client's own methods are called.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..discovery.rewrite import (
     REWRITE_EXAMPLES,
     REWRITE_MAX_TOKENS,
     REWRITE_SYSTEM,
-    AsyncRequestRewriter,
-    RequestRewriter,
 )
+from .results import TokenUsage
 
 REWRITE_TIMEOUT_S = 30.0  # a cold local model takes a few seconds; a hosted one well under one
 
@@ -52,10 +53,63 @@ def _anthropic_text(response: Any) -> str:
     return "".join(getattr(block, "text", "") for block in getattr(response, "content", None) or ())
 
 
+def _anthropic_usage(response: Any) -> TokenUsage:
+    return TokenUsage.of(getattr(response, "usage", None))
+
+
 def _openai_text(response: Any) -> str:
     choices = getattr(response, "choices", None) or ()
     message = getattr(choices[0], "message", None) if choices else None
     return getattr(message, "content", None) or ""
+
+
+class _Counted:
+    """What a model rewriter's requests have cost so far (thread-safe: one rewriter may serve many tasks)."""
+
+    def __init__(self, create: Any, request: Callable[[str], dict[str, Any]], provider: str) -> None:
+        self._create = create
+        self._request = request
+        self._text_of = _anthropic_text if provider == "anthropic" else _openai_text
+        self._usage_of = _anthropic_usage if provider == "anthropic" else TokenUsage.of_chat_completion
+        self._lock = threading.Lock()
+        self._usage = TokenUsage()
+        self._requests = 0
+
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every rewrite answered so far (a loop's ``result.usage`` counts only its own requests)."""
+        with self._lock:
+            return self._usage
+
+    @property
+    def requests(self) -> int:
+        """How many rewrites were answered (a request that failed or timed out is not counted)."""
+        with self._lock:
+            return self._requests
+
+    def _answer(self, response: Any) -> str | None:
+        usage = self._usage_of(response)
+        with self._lock:
+            self._requests += 1
+            self._usage += usage
+        return self._text_of(response)
+
+
+class ModelRewriter(_Counted):
+    """A :class:`~prompt_composer.discovery.rewrite.RequestRewriter` over a synchronous client (:func:`model_rewriter`):
+    call it with a request's text for its line; ``usage`` and ``requests`` say what it has cost."""
+
+    def __call__(self, text: str, /) -> str | None:
+        return self._answer(self._create(**self._request(text)))
+
+
+class AsyncModelRewriter(_Counted):
+    """An :class:`~prompt_composer.discovery.rewrite.AsyncRequestRewriter` over an async client
+    (:func:`model_rewriter`): awaited by the async loop and the wrapped async clients; ``usage`` as
+    :class:`ModelRewriter`'s."""
+
+    async def __call__(self, text: str, /) -> str | None:
+        return self._answer(await self._create(**self._request(text)))
 
 
 def model_rewriter(
@@ -65,13 +119,14 @@ def model_rewriter(
     max_tokens: int = REWRITE_MAX_TOKENS,
     extra_body: Mapping[str, Any] | None = None,
     timeout: float = REWRITE_TIMEOUT_S,
-) -> RequestRewriter | AsyncRequestRewriter:
+) -> ModelRewriter | AsyncModelRewriter:
     """A rewriter asking ``model`` through ``client`` (see the module docstring), at most ``max_tokens`` tokens an
     answer, within ``timeout`` seconds and without retries (a rewrite that fails or times out leaves the request
     searched as written); ``extra_body`` goes with each request (e.g. ``{"temperature": 0}`` for a local server).
+    Its ``usage`` is what its requests have cost (the tool loop's ``result.usage`` does not include it).
 
-    Over an async client the rewriter is an ``async def`` (an :class:`AsyncRequestRewriter`): give it to the wrapped
-    async client of the same provider family, whose loop and requests await it.
+    Over an async client the rewriter is awaitable (an :class:`AsyncModelRewriter`): give it to a wrapped async
+    client (any provider), whose loop and requests await it.
 
     A reasoning model spends tokens before it answers: give it a larger ``max_tokens``, or use a small model."""
     provider, create = _create(client, timeout)
@@ -79,20 +134,14 @@ def model_rewriter(
 
     def request(text: str) -> dict[str, Any]:
         if provider == "anthropic":
-            return {"model": model, "max_tokens": max_tokens, "system": REWRITE_SYSTEM, "messages": _turns(text)}
-        messages = [{"role": "system", "content": REWRITE_SYSTEM}, *_turns(text)]
-        # max_completion_tokens: OpenAI's name (its reasoning models refuse max_tokens); llama.cpp and vLLM honour it.
-        return {"model": model, "max_completion_tokens": max_tokens, "messages": messages}
+            fields = {"model": model, "max_tokens": max_tokens, "system": REWRITE_SYSTEM, "messages": _turns(text)}
+        else:
+            messages = [{"role": "system", "content": REWRITE_SYSTEM}, *_turns(text)]
+            # max_completion_tokens: OpenAI's name (its reasoning models refuse max_tokens); llama.cpp and vLLM
+            # honour it.
+            fields = {"model": model, "max_completion_tokens": max_tokens, "messages": messages}
+        return {**fields, "extra_body": body}
 
-    text_of = _anthropic_text if provider == "anthropic" else _openai_text
     if inspect.iscoroutinefunction(inspect.unwrap(create)):
-
-        async def rewrite_async(text: str, /) -> str | None:
-            return text_of(await create(**request(text), extra_body=body))
-
-        return rewrite_async
-
-    def rewrite(text: str, /) -> str | None:
-        return text_of(create(**request(text), extra_body=body))
-
-    return rewrite
+        return AsyncModelRewriter(create, request, provider)
+    return ModelRewriter(create, request, provider)

@@ -19,6 +19,7 @@ from prompt_composer import Composer, Registry
 from prompt_composer.agent.anthropic import wrap
 from prompt_composer.agent.openai import wrap as wrap_openai
 from prompt_composer.agent.preselection import request_messages
+from prompt_composer.agent.results import TokenUsage
 from prompt_composer.agent.rewriting import model_rewriter
 from prompt_composer.core.modes import PreselectConfig, TierConfig
 from prompt_composer.discovery.rewrite import (
@@ -34,6 +35,7 @@ from prompt_composer.discovery.rewrite import (
 )
 from prompt_composer.learn.events import EventLog, JsonlSink, read_events
 from prompt_composer.testing.replies import text_reply, tool_use_reply
+from prompt_composer.testing.scripted import Usage
 from prompt_composer.testing.server import ScriptedMessagesServer
 from tests.helpers import TRAVEL_DOCS, bodies, make_mode, message_text, served
 
@@ -138,6 +140,22 @@ def test_an_openai_rewriter_speaks_chat_completions() -> None:
     assert body["max_completion_tokens"] == REWRITE_MAX_TOKENS and "max_tokens" not in body
 
 
+def test_a_rewriter_counts_what_its_requests_cost_in_either_format() -> None:
+    used = Usage(input_tokens=140, output_tokens=7, cache_read_input_tokens=30)
+    replies = [text_reply("get the weather forecast for a city", usage=used) for _ in range(3)]
+    with ScriptedMessagesServer(replies) as server:
+        messages = model_rewriter(anthropic.Anthropic(base_url=server.base_url, api_key="k"), model="m")
+        chat = model_rewriter(openai.OpenAI(base_url=server.base_url + "/v1", api_key="k"), model="m")
+        assert messages.requests == 0 and messages.usage == TokenUsage()
+        messages(REQUEST)
+        messages(REQUEST)
+        chat(REQUEST)
+    assert messages.requests == 2 and chat.requests == 1
+    assert messages.usage == TokenUsage(input_tokens=280, output_tokens=14, cache_read_input_tokens=60)
+    # Chat Completions folds cache reads into prompt_tokens: read back apart, as the loop's own usage is.
+    assert chat.usage == TokenUsage(input_tokens=140, output_tokens=7, cache_read_input_tokens=30)
+
+
 def test_a_rewriter_that_times_out_is_not_retried_and_the_request_goes_as_written() -> None:
     connections: list[int] = []
     release = threading.Event()
@@ -153,7 +171,9 @@ def test_a_rewriter_that_times_out_is_not_retried_and_the_request_goes_as_writte
         try:
             url = f"http://127.0.0.1:{server.server_address[1]}"
             sdk = anthropic.Anthropic(base_url=url, api_key="k")  # the SDK's own default: 2 retries
-            assert searched_text(REQUEST, model_rewriter(sdk, model="m", timeout=0.3)) == (REQUEST, None)
+            rewriter = model_rewriter(sdk, model="m", timeout=0.3)
+            assert searched_text(REQUEST, rewriter) == (REQUEST, None)
+            assert rewriter.requests == 0 and rewriter.usage == TokenUsage()  # nothing answered, nothing counted
         finally:
             release.set()
             server.shutdown()
@@ -168,7 +188,9 @@ def test_model_rewriter_over_an_async_client_is_awaited_and_anything_else_is_ref
         ):
             messages, chat = model_rewriter(messages_sdk, model="m"), model_rewriter(chat_sdk, model="m")
             assert is_async_rewriter(messages) and is_async_rewriter(chat)
-            return await rewrite_line_async(REQUEST, messages), await rewrite_line_async(REQUEST, chat)
+            lines = await rewrite_line_async(REQUEST, messages), await rewrite_line_async(REQUEST, chat)
+            assert messages.requests == chat.requests == 1 and messages.usage.output_tokens == 5
+            return lines
 
     replies = [text_reply("get the weather forecast for a city"), text_reply("look up a city's forecast")]
     with ScriptedMessagesServer(replies) as server:
