@@ -12,6 +12,7 @@ import pytest
 
 from prompt_composer import load_registry
 from prompt_composer.cli import main
+from prompt_composer.cli.reports import stats_html
 from prompt_composer.learn.events import read_events
 from prompt_composer.learn.stats import compute_stats
 from prompt_composer.learn.traces import MALFORMED, SWE_AGENT_TOOL_MAP
@@ -166,3 +167,8 @@ def test_the_rewriters_requests_are_counted_per_mode_with_their_median_and_worst
     text = report.render()
     assert "Request rewriter" in text and "1.50" in text and "2.50" in text
     assert "Request rewriter" not in compute_stats(events[3:4], REG, source="log").render()  # none asked: no table
+    html = stats_html(report, events)  # the HTML report has the table too, with only the modes that asked
+    table = html[html.index("<h3>Request rewriter</h3>") :]
+    table = table[: table.index("</table>")]
+    assert "<td>3</td><td>2</td>" in table and "<td>1.50</td><td>2.50</td>" in table and ">ask<" not in table
+    assert "Request rewriter" not in stats_html(compute_stats(events[3:4], REG, source="log"), events[3:4])
