@@ -22,6 +22,7 @@ list. This module supplies what it needs:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -66,11 +67,15 @@ class Principal:
     issuer: str = ""
 
     def key(self) -> str:
-        """The principal as one string, different for any two principals: ``token/<name>`` or
-        ``subject/<issuer>/<subject>``, each part percent-encoded (``/`` and ``%`` included), so no issuer or
-        subject can spell another principal's key, and the kinds cannot meet."""
-        parts = (self.name,) if self.kind == "token" else (self.issuer, self.name)
-        return "/".join([self.kind, *(quote(p.encode("utf-8", "surrogatepass"), safe="") for p in parts)])
+        """The principal as one string, different for any two principals: ``token/<name>`` (the variable's name,
+        percent-encoded), or ``subject/<sha256>``, the hex SHA-256 of ``<issuer>/<subject>`` each part
+        percent-encoded (``/`` and ``%`` included): no issuer or subject can spell another principal's key, the
+        kinds cannot meet, and a store's keys do not show who its users are (a ``sub`` is often an e-mail address;
+        an operator who knows both can compute the key)."""
+        parts = [quote(p.encode("utf-8", "surrogatepass"), safe="") for p in (self.issuer, self.name)]
+        if self.kind == "token":
+            return f"token/{parts[1]}"
+        return "subject/" + hashlib.sha256("/".join(parts).encode("ascii")).hexdigest()
 
 
 def principal_of(access: Any) -> Principal | None:

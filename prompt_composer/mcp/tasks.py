@@ -13,11 +13,12 @@ bodies, and it rides the ``initialize`` of a session-era client and every statel
 a connection is its own task, as before.
 
 A task belongs to one principal. With authorization, the store key is the token's principal, then the task id
-(:func:`store_key`): ``token/<variable>/<task>`` for a static token, ``subject/<issuer>/<sub>/<task>`` for a JWT
-(any token whose verifier names a subject), each part percent-encoded, so two principals that pick the same task
-id never share a task, whatever their issuer, subject or client id spell. A client id is no principal: every
-user of one OAuth client shares it. A token that names no user (a JWT without ``sub``) cannot name a task: its
-request is answered with an error saying so. Without authorization the key is the task id alone.
+(:func:`store_key`): ``token/<variable>/<task>`` for a static token, ``subject/<sha256 of issuer and sub>/<task>``
+for a JWT (any token whose verifier names a subject; the store's keys do not show who its users are), so two
+principals that pick the same task id never share a task, whatever their issuer, subject or client id spell. A
+client id is no principal: every user of one OAuth client shares it. A token that names no user (a JWT without
+``sub``) cannot name a task: its request is answered with an error saying so. Without authorization the key is the
+task id alone.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ real HTTP, tokens are JWTs signed by a key generated here (its public half is th
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -135,7 +137,11 @@ def test_store_keys_cannot_collide() -> None:
     assert len(set(keys)) == len(keys)
     assert len({store_key(None, "t"), *keys}) == len(keys) + 1
     assert store_key(Principal("token", "CODE"), "task-1") == "token/CODE/task-1"
-    assert store_key(Principal("subject", "b/c", issuer="https://i"), "t") == "subject/https%3A%2F%2Fi/b%2Fc/t"
+    # A store's keys do not show who its users are: the subject's key is a SHA-256 of its percent-encoded parts.
+    digest = hashlib.sha256(b"https%3A%2F%2Fi/alice%40example.com").hexdigest()
+    assert store_key(Principal("subject", "alice@example.com", issuer="https://i"), "t") == f"subject/{digest}/t"
+    subjects = [key for key in keys if key.startswith("subject/")]
+    assert len(subjects) == 7 * 3 and all(re.fullmatch(r"subject/[0-9a-f]{64}/[^/]+(/x)?", key) for key in subjects)
 
 
 def test_a_principal_comes_from_the_verifier_never_from_claims() -> None:
