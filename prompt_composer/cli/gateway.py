@@ -160,12 +160,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..mcp.client import require_sdk
 
     require_sdk("serve")  # before anything loads: a missing extra is one line (exit 2)
-    import anyio
-
     from ..errors import AuthConfigError, ExecutorError
     from ..learn.events import EventLog
     from ..mcp.auth import check_exposure
-    from ..mcp.gateway import Gateway, serve_http, serve_stdio
     from ..mcp.upstreams import Upstreams, load_servers
     from ..safety.executors import workspace_executors
     from ..shared.net import bare_host
@@ -194,6 +191,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     unrouted = unrouted_servers(registry, args.mode, servers)
     if unrouted:
         print(f"warning: {unrouted}", file=sys.stderr)
+    # The MCP SDK (about a second to import) only once every option and file has been checked: a mistake is said
+    # at once.
+    import anyio
+
+    from ..mcp.gateway import Gateway, serve_http, serve_stdio
 
     def learned(version: Registry) -> ToolSearch | None:  # the --learn-from search of a reloaded version
         return search if version.fingerprint == registry.fingerprint else search_for(args, version)

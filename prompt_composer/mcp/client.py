@@ -12,6 +12,7 @@ module loads without it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -62,15 +63,16 @@ class ServerSpec(BaseModel):
 
 
 def require_sdk(feature: str) -> None:
-    """Raise :class:`MissingExtraError` naming the ``mcp`` extra when the SDK (``mcp`` and its ``mcp_types``)
-    cannot be imported: a command checks this first, so a missing extra is one line, not a traceback from deep
-    inside a server that had started."""
+    """Raise :class:`MissingExtraError` naming the ``mcp`` extra when the SDK (``mcp`` and its ``mcp_types``) is not
+    installed: a command checks this first, so a missing extra is one line, not a traceback from deep inside a
+    server that had started. The packages are found, not imported: importing the SDK takes over a second, and the
+    command's own options are checked before it loads."""
     try:
-        import anyio  # noqa: F401
-        import mcp  # noqa: F401
-        import mcp_types  # noqa: F401
-    except ImportError as exc:
+        found = all(importlib.util.find_spec(name) is not None for name in ("anyio", "mcp", "mcp_types"))
+    except (ImportError, ValueError) as exc:  # a finder that refuses the name; a module without a spec
         raise MissingExtraError(needs_extra(feature, "mcp"), extra="mcp") from exc
+    if not found:
+        raise MissingExtraError(needs_extra(feature, "mcp"), extra="mcp")
 
 
 def sdk_installed() -> bool:

@@ -147,3 +147,25 @@ def test_serve_warns_over_budget_before_it_starts(docs: Path) -> None:
         timeout=120,
     )
     assert re.search(WARNING, done.stderr), done.stderr
+
+
+def test_serve_refuses_a_bad_option_before_it_imports_the_mcp_sdk(docs: Path) -> None:
+    """A mistake is said at once: the SDK (about a second to import) loads only once every option has been checked."""
+    probe = (
+        "import sys\n"
+        "from prompt_composer.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(code, 'mcp' in sys.modules, 'anyio' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for argv in (["serve", "--mode", "nope"], ["serve", "--mode", "code", "--transport", "http", "--host", ""]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, "--docs", str(docs), *argv],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.stdout.split() == ["2", "False", "False"], (argv, done.stdout, done.stderr)
+        assert "error:" in done.stderr
